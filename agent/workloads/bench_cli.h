@@ -1,0 +1,19 @@
+#pragma once
+// The command line of `tlbfleet-bench`, also used by the agent's hidden
+// `tlbfleet-agent run-workload ...` mode that the runner executes in a child process.
+//
+//   tlbfleet-bench <workload> [classic flags...] [--set name=value]... [--json] [--iterations N]
+//   tlbfleet-bench --list
+//
+// Without --json it prints what the classic tool prints. With --json it prints one JSON
+// object per line, per measurement per iteration:
+//   {"metric":"records_per_sec","value":1234.5,"unit":"records/s","better":"higher",
+//    "series":"thread0","iteration":1,"param":{"threads":"2",...}}
+// ("series" is omitted for the aggregate value.) Exit status: 0 on success, 2 on bad
+// arguments or parameters (message on stderr naming the parameter), 1 when the workload fails.
+
+namespace tlbfleet::workloads {
+
+int BenchMain(int argc, char** argv);
+
+}  // namespace tlbfleet::workloads

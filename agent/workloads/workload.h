@@ -1,0 +1,118 @@
+#pragma once
+// The workload catalogue: every benchmark the agent may run, with its parameter schema and
+// metrics. The agent runs only workloads registered here, with parameters validated against
+// the schema; the controller links this library to validate run specs at submit time.
+//
+// A workload runs one iteration in the calling process (the agent runs it in a child
+// process: see agent/runner). Output is a list of Measurements.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tlbfleet::workloads {
+
+enum class ParamType { kInt, kBool, kEnum };
+
+// One parameter of a workload's schema.
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kInt;
+  std::string default_value;         // as it would be written in a run spec
+  int64_t min = 0;                   // kInt only, inclusive
+  int64_t max = 0;                   // kInt only, inclusive
+  std::vector<std::string> choices;  // kEnum only
+  std::string help;
+
+  // OK if `value` is a valid spelling for this parameter. Bools accept
+  // true/false/yes/no/on/off/1/0. The error message does not repeat the parameter name:
+  // callers prefix the field path (e.g. "arms[1].params.threads: ").
+  absl::Status Check(std::string_view value) const;
+};
+
+enum class Better { kHigher, kLower };
+
+struct MetricSpec {
+  std::string name;  // e.g. "records_per_sec"
+  std::string unit;  // e.g. "records/s"
+  Better better = Better::kHigher;
+  std::string help;
+};
+
+// One measured value of one iteration.
+struct Measurement {
+  std::string metric;
+  std::string series;  // "" for the aggregate; "thread0", "thread1", ... for per-thread values
+  double value = 0;
+  std::string unit;
+  Better better = Better::kHigher;
+};
+
+// Validated parameter values: every schema parameter present, defaults filled in.
+class Params {
+ public:
+  Params() = default;
+  explicit Params(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  int64_t Int(std::string_view name) const;
+  bool Bool(std::string_view name) const;
+  const std::string& Str(std::string_view name) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string_view Name() const = 0;
+  virtual std::string_view Description() const = 0;
+  virtual const std::vector<ParamSpec>& Schema() const = 0;
+  virtual const std::vector<MetricSpec>& Metrics() const = 0;
+  // The metric shown first in comparisons (e.g. "records_per_sec").
+  virtual std::string_view PrimaryMetric() const = 0;
+
+  // Runs one iteration. Errors (e.g. cannot allocate memory) are returned, never thrown.
+  virtual absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const = 0;
+
+  // The line(s) the classic tool prints for one iteration, e.g. ebizzy's
+  // "1234 records/s 617 617". Ends with a newline.
+  virtual std::string ClassicOutput(const Params& params,
+                                    const std::vector<Measurement>& result) const = 0;
+
+  // An upper bound on one iteration's wall time with these parameters, used for the job
+  // timeout when the run spec does not set one.
+  virtual int64_t TimeoutSeconds(const Params& params) const = 0;
+
+  const ParamSpec* FindParam(std::string_view name) const;
+};
+
+// Checks `given` against the schema (unknown names, types, bounds) and fills defaults.
+// Error messages start with the parameter name: "threads: must be an integer in [1, 4096]...".
+absl::StatusOr<Params> ResolveParams(const Workload& workload,
+                                     const std::map<std::string, std::string>& given);
+
+// Registry of workloads by name. Registration happens at static-initialisation time via
+// REGISTER_WORKLOAD; a duplicate name aborts at start-up.
+class Registry {
+ public:
+  static Registry& Get();
+  void Add(std::unique_ptr<Workload> workload);
+  const Workload* Find(std::string_view name) const;  // nullptr if unknown
+  std::vector<std::string> Names() const;             // sorted
+
+ private:
+  std::map<std::string, std::unique_ptr<Workload>, std::less<>> workloads_;
+};
+
+// Forces the linker to keep every workload's object file (static libraries drop unreferenced
+// objects, and with them their registrations). Call once before using the registry.
+void LinkAllWorkloads();
+
+}  // namespace tlbfleet::workloads

@@ -1,0 +1,29 @@
+#pragma once
+// Small file helpers shared by agent and controller. Errors carry the path and errno text.
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tlbfleet {
+
+// Reads the whole file. NOT_FOUND if it does not exist; PERMISSION_DENIED on EACCES/EPERM.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Crash-safe replace: writes `contents` to a temp file in the same directory, fsyncs it,
+// renames it over `path`, then fsyncs the directory. After a crash `path` holds either the
+// old or the new contents, never a mix.
+absl::Status WriteFileAtomic(const std::string& path, std::string_view contents);
+
+// mkdir -p with the given mode for created directories.
+absl::Status MakeDirs(const std::string& path, int mode = 0755);
+
+// Maps an errno value onto the closest absl status code, with "<what>: <strerror>" message.
+absl::Status ErrnoStatus(int err, std::string_view what);
+
+// Strips leading and trailing ASCII whitespace.
+std::string Trim(std::string_view s);
+
+}  // namespace tlbfleet

@@ -1,0 +1,7 @@
+#pragma once
+
+namespace tlbfleet {
+
+inline constexpr const char kVersion[] = "0.1.0";
+
+}  // namespace tlbfleet

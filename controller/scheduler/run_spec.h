@@ -1,0 +1,25 @@
+#pragma once
+// Run specs: parsing the user's YAML and the one validation of a RunSpec at the boundary.
+// Everything past ValidateRunSpec may assume a valid spec.
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "tlbfleet/v1/common.pb.h"
+
+namespace tlbfleet::scheduler {
+
+// Parses the YAML run spec (shape documented in docs/run-spec.md). Malformed YAML yields
+// INVALID_ARGUMENT "<source>:<line>:<col>: <what>"; a field of the wrong shape yields
+// INVALID_ARGUMENT naming the field path, e.g. "sweep.threads: expected a list or a map".
+// Also calls ValidateRunSpec. `source` names the input in messages (a file name).
+absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml, std::string_view source);
+
+// Checks the spec against the workload catalogue: known benchmark, known parameters with
+// valid values (after merging run params, arm params and each sweep value), iterations >= 1,
+// at least one arm, unique non-empty arm names, ceiling values, host selector.
+// The error message starts with the field path: "arms[1].name: duplicate arm name \"mmap\"".
+absl::Status ValidateRunSpec(const v1::RunSpec& spec);
+
+}  // namespace tlbfleet::scheduler
