@@ -1,0 +1,574 @@
+#include "controller/store/store.h"
+
+#include <charconv>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "controller/store/migrations.h"
+
+namespace tlbfleet::store {
+
+namespace {
+
+v1::RunState RunStateFromText(const std::string& s) {
+  if (s == "queued") return v1::RUN_STATE_QUEUED;
+  if (s == "running") return v1::RUN_STATE_RUNNING;
+  if (s == "succeeded") return v1::RUN_STATE_SUCCEEDED;
+  if (s == "failed") return v1::RUN_STATE_FAILED;
+  if (s == "cancelled") return v1::RUN_STATE_CANCELLED;
+  return v1::RUN_STATE_UNSPECIFIED;
+}
+
+std::string LeaseId(int64_t job_id, int64_t attempt) {
+  return absl::StrCat("j", job_id, "a", attempt);
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseRunId(const std::string& run_id) {
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(run_id.data(), run_id.data() + run_id.size(), id);
+  if (run_id.empty() || ec != std::errc() || end != run_id.data() + run_id.size() || id <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_id: \"", run_id, "\" is not a run id (a positive integer)"));
+  }
+  return id;
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  TLB_ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path));
+  TLB_RETURN_IF_ERROR(Migrate(*db));
+  return std::unique_ptr<Store>(new Store(std::move(db)));
+}
+
+// --- hosts --------------------------------------------------------------------------------
+
+absl::Status Store::UpsertHost(const std::string& agent_id, const v1::HostInfo& info,
+                               int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("INSERT INTO hosts(agent_id, hostname, info, first_seen_ms,"
+                                    " last_seen_ms) VALUES(?1, ?2, ?3, ?4, ?4)"
+                                    " ON CONFLICT(agent_id) DO UPDATE SET hostname = ?2,"
+                                    " info = ?3, last_seen_ms = ?4"));
+  return stmt.Bind(1, agent_id)
+      .Bind(2, info.hostname())
+      .BindBlob(3, info.SerializeAsString())
+      .Bind(4, now_ms)
+      .Run();
+}
+
+absl::StatusOr<std::vector<StoredHost>> Store::ListHosts() {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("SELECT agent_id, info, first_seen_ms, last_seen_ms FROM hosts"
+                                    " ORDER BY hostname, agent_id"));
+  std::vector<StoredHost> hosts;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    StoredHost h;
+    h.agent_id = stmt.Text(0);
+    h.info.ParseFromString(stmt.Blob(1));
+    h.first_seen_ms = stmt.Int(2);
+    h.last_seen_ms = stmt.Int(3);
+    hosts.push_back(std::move(h));
+  }
+  return hosts;
+}
+
+// --- runs ---------------------------------------------------------------------------------
+
+absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std::string& spec_yaml,
+                                             const std::vector<scheduler::JobPlan>& jobs,
+                                             int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  int64_t run_id = 0;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(Statement run,
+                         db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
+                                      " created_ms) VALUES(?1, ?2, ?3, ?4, 'queued', ?5)"));
+    TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
+                            .Bind(2, spec.benchmark())
+                            .BindBlob(3, spec.SerializeAsString())
+                            .Bind(4, spec_yaml)
+                            .Bind(5, now_ms)
+                            .Run());
+    run_id = db_->LastInsertId();
+    TLB_ASSIGN_OR_RETURN(
+        Statement job,
+        db_->Prepare("INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
+                     " assignment, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued')"));
+    for (const scheduler::JobPlan& plan : jobs) {
+      v1::JobAssignment a;
+      a.set_run_id(absl::StrCat(run_id));
+      a.set_benchmark(spec.benchmark());
+      a.mutable_params()->insert(plan.params.begin(), plan.params.end());
+      a.set_arm(plan.arm);
+      a.set_param_name(plan.param_name);
+      a.set_param_value(plan.param_value);
+      a.set_iteration(plan.iteration);
+      a.set_ceiling(plan.ceiling);
+      a.set_timeout_seconds(plan.timeout_seconds);
+      TLB_RETURN_IF_ERROR(job.Bind(1, run_id)
+                              .Bind(2, static_cast<int64_t>(plan.slot))
+                              .Bind(3, plan.arm)
+                              .Bind(4, plan.param_name)
+                              .Bind(5, plan.param_value)
+                              .Bind(6, static_cast<int64_t>(plan.iteration))
+                              .BindBlob(7, a.SerializeAsString())
+                              .Run());
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return absl::StrCat(run_id);
+}
+
+absl::StatusOr<v1::Run> Store::LoadRunLocked(int64_t run_id) {
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("SELECT id, spec, state, error, created_ms, finished_ms"
+                                    " FROM runs WHERE id = ?1"));
+  stmt.Bind(1, run_id);
+  TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+  v1::Run run;
+  run.set_id(absl::StrCat(stmt.Int(0)));
+  run.mutable_spec()->ParseFromString(stmt.Blob(1));
+  run.set_state(RunStateFromText(stmt.Text(2)));
+  run.set_error(stmt.Text(3));
+  run.set_created_unix(stmt.Int(4) / 1000);
+  if (!stmt.IsNull(5)) run.set_finished_unix(stmt.Int(5) / 1000);
+
+  TLB_ASSIGN_OR_RETURN(Statement counts,
+                       db_->Prepare("SELECT state, COUNT(*) FROM jobs WHERE run_id = ?1"
+                                    " GROUP BY state"));
+  counts.Bind(1, run_id);
+  v1::JobCounts* jc = run.mutable_jobs();
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool more, counts.Step());
+    if (!more) break;
+    std::string state = counts.Text(0);
+    auto n = static_cast<uint32_t>(counts.Int(1));
+    jc->set_total(jc->total() + n);
+    if (state == "queued") jc->set_queued(n);
+    if (state == "leased") jc->set_running(n);
+    if (state == "succeeded") jc->set_succeeded(n);
+    if (state == "failed") jc->set_failed(n);
+    if (state == "cancelled") jc->set_cancelled(n);
+  }
+  TLB_ASSIGN_OR_RETURN(Statement samples,
+                       db_->Prepare("SELECT COUNT(*) FROM samples WHERE run_id = ?1"));
+  samples.Bind(1, run_id);
+  TLB_ASSIGN_OR_RETURN(bool has, samples.Step());
+  if (has) run.set_samples(static_cast<uint64_t>(samples.Int(0)));
+  return run;
+}
+
+absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  return LoadRunLocked(id);
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(uint32_t limit) {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("SELECT id FROM runs ORDER BY id DESC LIMIT ?1"));
+  stmt.Bind(1, static_cast<int64_t>(limit == 0 ? 50 : limit));
+  std::vector<int64_t> ids;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    ids.push_back(stmt.Int(0));
+  }
+  std::vector<v1::Run> runs;
+  for (int64_t id : ids) {
+    TLB_ASSIGN_OR_RETURN(v1::Run run, LoadRunLocked(id));
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Store::CancelRun(
+    const std::string& run_id, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(v1::Run run, LoadRunLocked(id));
+  std::vector<std::pair<std::string, std::string>> running;
+  if (run.state() != v1::RUN_STATE_QUEUED && run.state() != v1::RUN_STATE_RUNNING) return running;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(Statement leased,
+                         db_->Prepare("SELECT agent_id, lease_id FROM jobs"
+                                      " WHERE run_id = ?1 AND state = 'leased'"));
+    leased.Bind(1, id);
+    for (;;) {
+      TLB_ASSIGN_OR_RETURN(bool row, leased.Step());
+      if (!row) break;
+      running.emplace_back(leased.Text(0), leased.Text(1));
+    }
+    TLB_ASSIGN_OR_RETURN(Statement jobs,
+                         db_->Prepare("UPDATE jobs SET state = 'cancelled', finished_ms = ?2"
+                                      " WHERE run_id = ?1 AND state IN ('queued', 'leased')"));
+    TLB_RETURN_IF_ERROR(jobs.Bind(1, id).Bind(2, now_ms).Run());
+    TLB_ASSIGN_OR_RETURN(Statement upd,
+                         db_->Prepare("UPDATE runs SET state = 'cancelled', finished_ms = ?2,"
+                                      " error = 'cancelled by user' WHERE id = ?1"));
+    return upd.Bind(1, id).Bind(2, now_ms).Run();
+  });
+  if (!s.ok()) return s;
+  return running;
+}
+
+absl::StatusOr<std::vector<ActiveRun>> Store::ActiveRuns() {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("SELECT id, spec FROM runs WHERE state IN ('queued','running')"
+                                    " ORDER BY id"));
+  std::vector<ActiveRun> runs;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    ActiveRun r;
+    r.run_id = absl::StrCat(stmt.Int(0));
+    r.spec.ParseFromString(stmt.Blob(1));
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+absl::Status Store::FailRunLocked(int64_t run_id, const std::string& error, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(Statement jobs,
+                       db_->Prepare("UPDATE jobs SET state = 'cancelled', finished_ms = ?2"
+                                    " WHERE run_id = ?1 AND state = 'queued'"));
+  TLB_RETURN_IF_ERROR(jobs.Bind(1, run_id).Bind(2, now_ms).Run());
+  TLB_ASSIGN_OR_RETURN(Statement run,
+                       db_->Prepare("UPDATE runs SET state = 'failed', error = ?2, finished_ms = ?3"
+                                    " WHERE id = ?1 AND state IN ('queued', 'running')"));
+  return run.Bind(1, run_id).Bind(2, error).Bind(3, now_ms).Run();
+}
+
+absl::Status Store::FailRun(const std::string& run_id, const std::string& error, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  return InTransaction(*db_, [&] { return FailRunLocked(id, error, now_ms); });
+}
+
+// --- dispatch -----------------------------------------------------------------------------
+
+absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::string& run_id,
+                                                                     const std::string& agent_id,
+                                                                     int64_t now_ms,
+                                                                     int64_t lease_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  std::optional<v1::JobAssignment> leased;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(
+        Statement pick,
+        db_->Prepare("SELECT j.id, j.slot, j.attempts, j.assignment, s.agent_id FROM jobs j"
+                     " LEFT JOIN run_slots s ON s.run_id = j.run_id AND s.slot = j.slot"
+                     " WHERE j.run_id = ?1 AND j.state = 'queued' AND (s.agent_id = ?2 OR"
+                     " (s.agent_id IS NULL AND NOT EXISTS (SELECT 1 FROM run_slots s2"
+                     "   WHERE s2.run_id = j.run_id AND s2.agent_id = ?2)))"
+                     " ORDER BY j.id LIMIT 1"));
+    pick.Bind(1, rid).Bind(2, agent_id);
+    TLB_ASSIGN_OR_RETURN(bool row, pick.Step());
+    if (!row) return absl::OkStatus();
+    int64_t job_id = pick.Int(0);
+    int64_t slot = pick.Int(1);
+    int64_t attempt = pick.Int(2) + 1;
+    v1::JobAssignment a;
+    a.ParseFromString(pick.Blob(3));
+    bool slot_bound = !pick.IsNull(4);
+    if (!slot_bound) {
+      TLB_ASSIGN_OR_RETURN(Statement bind,
+                           db_->Prepare("INSERT INTO run_slots(run_id, slot, agent_id)"
+                                        " VALUES(?1, ?2, ?3)"));
+      TLB_RETURN_IF_ERROR(bind.Bind(1, rid).Bind(2, slot).Bind(3, agent_id).Run());
+    }
+    std::string lease_id = LeaseId(job_id, attempt);
+    TLB_ASSIGN_OR_RETURN(Statement upd,
+                         db_->Prepare("UPDATE jobs SET state = 'leased', attempts = ?2,"
+                                      " lease_id = ?3, agent_id = ?4, lease_expires_ms = ?5"
+                                      " WHERE id = ?1"));
+    TLB_RETURN_IF_ERROR(upd.Bind(1, job_id)
+                            .Bind(2, attempt)
+                            .Bind(3, lease_id)
+                            .Bind(4, agent_id)
+                            .Bind(5, now_ms + lease_ms)
+                            .Run());
+    TLB_ASSIGN_OR_RETURN(Statement run,
+                         db_->Prepare("UPDATE runs SET state = 'running'"
+                                      " WHERE id = ?1 AND state = 'queued'"));
+    TLB_RETURN_IF_ERROR(run.Bind(1, rid).Run());
+    a.set_lease_id(lease_id);
+    a.set_job_id(job_id);
+    leased = std::move(a);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return leased;
+}
+
+absl::StatusOr<bool> Store::RenewLease(const std::string& lease_id, const std::string& agent_id,
+                                       int64_t now_ms, int64_t lease_ms) {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("UPDATE jobs SET lease_expires_ms = ?3 WHERE lease_id = ?1"
+                                    " AND agent_id = ?2 AND state = 'leased'"));
+  TLB_RETURN_IF_ERROR(stmt.Bind(1, lease_id).Bind(2, agent_id).Bind(3, now_ms + lease_ms).Run());
+  return db_->Changes() > 0;
+}
+
+absl::StatusOr<std::vector<ExpiredLease>> Store::ExpireLeases(int64_t now_ms, int max_attempts) {
+  absl::MutexLock lock(&mu_);
+  std::vector<ExpiredLease> expired;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(Statement find,
+                         db_->Prepare("SELECT id, run_id, lease_id, agent_id, attempts FROM jobs"
+                                      " WHERE state = 'leased' AND lease_expires_ms < ?1"));
+    find.Bind(1, now_ms);
+    std::vector<std::pair<ExpiredLease, int64_t>> found;
+    for (;;) {
+      TLB_ASSIGN_OR_RETURN(bool row, find.Step());
+      if (!row) break;
+      ExpiredLease e;
+      e.job_id = find.Int(0);
+      e.run_id = absl::StrCat(find.Int(1));
+      e.lease_id = find.Text(2);
+      e.agent_id = find.Text(3);
+      found.emplace_back(std::move(e), find.Int(4));
+    }
+    for (auto& [e, attempts] : found) {
+      int64_t run_id = 0;
+      std::from_chars(e.run_id.data(), e.run_id.data() + e.run_id.size(), run_id);
+      TLB_ASSIGN_OR_RETURN(Statement drop, db_->Prepare("DELETE FROM samples WHERE lease_id = ?1"));
+      TLB_RETURN_IF_ERROR(drop.Bind(1, e.lease_id).Run());
+      // The silent host gives up its slot so that another host can finish the run.
+      TLB_ASSIGN_OR_RETURN(Statement unbind,
+                           db_->Prepare("DELETE FROM run_slots WHERE run_id = ?1 AND agent_id = ?2"));
+      TLB_RETURN_IF_ERROR(unbind.Bind(1, run_id).Bind(2, e.agent_id).Run());
+      e.requeued = attempts < max_attempts;
+      if (e.requeued) {
+        TLB_ASSIGN_OR_RETURN(Statement requeue,
+                             db_->Prepare("UPDATE jobs SET state = 'queued', lease_id = NULL,"
+                                          " agent_id = NULL, lease_expires_ms = NULL WHERE id = ?1"));
+        TLB_RETURN_IF_ERROR(requeue.Bind(1, e.job_id).Run());
+      } else {
+        TLB_ASSIGN_OR_RETURN(Statement fail,
+                             db_->Prepare("UPDATE jobs SET state = 'failed', finished_ms = ?2,"
+                                          " error = ?3 WHERE id = ?1"));
+        std::string error = absl::StrCat("job ", e.job_id, ": lease expired ", attempts,
+                                         " times (agents went silent)");
+        TLB_RETURN_IF_ERROR(fail.Bind(1, e.job_id).Bind(2, now_ms).Bind(3, error).Run());
+        TLB_RETURN_IF_ERROR(FailRunLocked(run_id, error, now_ms));
+      }
+      expired.push_back(e);
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return expired;
+}
+
+absl::StatusOr<std::optional<std::string>> Store::LeaseHeldBy(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db_->Prepare("SELECT lease_id FROM jobs WHERE agent_id = ?1"
+                                    " AND state = 'leased' ORDER BY id LIMIT 1"));
+  stmt.Bind(1, agent_id);
+  TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt.Text(0));
+}
+
+// --- results ------------------------------------------------------------------------------
+
+absl::StatusOr<IngestResult> Store::IngestSamples(const std::string& agent_id,
+                                                  const v1::SampleBatch& batch) {
+  absl::MutexLock lock(&mu_);
+  IngestResult result;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(Statement job,
+                         db_->Prepare("SELECT id, run_id, arm, param_name, param_value, iteration,"
+                                      " agent_id, state FROM jobs WHERE lease_id = ?1"));
+    job.Bind(1, batch.lease_id());
+    TLB_ASSIGN_OR_RETURN(bool found, job.Step());
+    if (!found || job.Text(6) != agent_id ||
+        (job.Text(7) != "leased" && job.Text(7) != "succeeded")) {
+      result.rejected = true;
+      result.reason = found ? absl::StrCat("lease ", batch.lease_id(), " is not held by agent ",
+                                           agent_id, " (job state ", job.Text(7), ")")
+                            : absl::StrCat("unknown lease ", batch.lease_id());
+      return absl::OkStatus();
+    }
+    int64_t job_id = job.Int(0);
+    int64_t run_id = job.Int(1);
+    TLB_ASSIGN_OR_RETURN(
+        Statement ins,
+        db_->Prepare("INSERT OR IGNORE INTO samples(run_id, job_id, lease_id, seq, arm,"
+                     " param_name, param_value, iteration, metric, series, value, unit, better,"
+                     " agent_id, host, boot_id, kernel_release, kernel_cmdline, microarch,"
+                     " ceiling_applied, ceiling) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+                     " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"));
+    for (const v1::Sample& sm : batch.samples()) {
+      ins.Bind(1, run_id)
+          .Bind(2, job_id)
+          .Bind(3, batch.lease_id())
+          .Bind(4, static_cast<int64_t>(sm.seq()))
+          .Bind(5, job.Text(2))
+          .Bind(6, job.Text(3))
+          .Bind(7, job.Text(4))
+          .Bind(8, job.Int(5))
+          .Bind(9, sm.metric())
+          .Bind(10, sm.series())
+          .Bind(11, sm.value())
+          .Bind(12, sm.unit())
+          .Bind(13, static_cast<int64_t>(sm.better()))
+          .Bind(14, agent_id)
+          .Bind(15, sm.host())
+          .Bind(16, sm.boot_id())
+          .Bind(17, sm.kernel_release())
+          .Bind(18, sm.kernel_cmdline())
+          .Bind(19, sm.microarch())
+          .Bind(20, static_cast<int64_t>(sm.ceiling_applied()))
+          .Bind(21, sm.ceiling_applied() ? std::optional<int64_t>(sm.ceiling()) : std::nullopt);
+      TLB_RETURN_IF_ERROR(ins.Run());
+      result.stored += static_cast<uint64_t>(db_->Changes());
+      result.through_seq = std::max<uint64_t>(result.through_seq, sm.seq());
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::Status Store::FinishRunIfDoneLocked(int64_t run_id, int64_t now_ms,
+                                          CompletionResult* result) {
+  TLB_ASSIGN_OR_RETURN(v1::Run run, LoadRunLocked(run_id));
+  const v1::JobCounts& c = run.jobs();
+  if (run.state() != v1::RUN_STATE_RUNNING && run.state() != v1::RUN_STATE_QUEUED) return {};
+  if (c.queued() + c.running() > 0) return absl::OkStatus();
+  std::string state = c.succeeded() == c.total() ? "succeeded" : "failed";
+  TLB_ASSIGN_OR_RETURN(Statement upd,
+                       db_->Prepare("UPDATE runs SET state = ?2, finished_ms = ?3 WHERE id = ?1"));
+  TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Run());
+  result->run_finished = true;
+  result->run_state = RunStateFromText(state);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CompletionResult> Store::CompleteJob(const std::string& agent_id,
+                                                    const v1::JobComplete& complete,
+                                                    int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  CompletionResult result;
+  absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(Statement job,
+                         db_->Prepare("SELECT id, run_id, agent_id, state, arm, param_name,"
+                                      " param_value, iteration FROM jobs WHERE lease_id = ?1"));
+    job.Bind(1, complete.lease_id());
+    TLB_ASSIGN_OR_RETURN(bool found, job.Step());
+    if (!found || job.Text(2) != agent_id) {
+      result.rejected = true;
+      result.reason = absl::StrCat("lease ", complete.lease_id(), " is not held by agent ",
+                                   agent_id);
+      return absl::OkStatus();
+    }
+    int64_t job_id = job.Int(0);
+    int64_t run_id = job.Int(1);
+    result.run_id = absl::StrCat(run_id);
+    std::string state = job.Text(3);
+    if (state != "leased") {
+      // A replay of a completion we already recorded is fine; anything else is stale.
+      if (state == "succeeded" || state == "failed" || state == "cancelled") return {};
+      result.rejected = true;
+      result.reason = absl::StrCat("lease ", complete.lease_id(), " is no longer active");
+      return absl::OkStatus();
+    }
+    std::string where = absl::StrCat("job ", job_id, " (arm ", job.Text(4),
+                                     job.Text(5).empty() ? "" : ", ", job.Text(5),
+                                     job.Text(5).empty() ? "" : "=", job.Text(6), ", iteration ",
+                                     job.Int(7), ")");
+    std::string new_state = "succeeded";
+    std::string error;
+    if (complete.status() == v1::JOB_STATUS_SUCCEEDED) {
+      TLB_ASSIGN_OR_RETURN(Statement count,
+                           db_->Prepare("SELECT COUNT(*) FROM samples WHERE lease_id = ?1"));
+      count.Bind(1, complete.lease_id());
+      TLB_ASSIGN_OR_RETURN(bool row, count.Step());
+      uint64_t have = row ? static_cast<uint64_t>(count.Int(0)) : 0;
+      if (have != complete.sample_count()) {
+        new_state = "failed";
+        error = absl::StrCat(where, ": agent reported ", complete.sample_count(),
+                             " samples but the controller stored ", have);
+      } else if (have == 0) {
+        new_state = "failed";
+        error = absl::StrCat(where, ": the workload produced no samples");
+      }
+    } else {
+      new_state = complete.status() == v1::JOB_STATUS_CANCELLED ? "cancelled" : "failed";
+      error = absl::StrCat(where, " ",
+                           complete.status() == v1::JOB_STATUS_TIMED_OUT ? "timed out" : "failed",
+                           ": ", complete.error());
+    }
+    TLB_ASSIGN_OR_RETURN(Statement upd,
+                         db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4,"
+                                      " lease_expires_ms = NULL WHERE id = ?1"));
+    TLB_RETURN_IF_ERROR(upd.Bind(1, job_id).Bind(2, new_state).Bind(3, error).Bind(4, now_ms).Run());
+    if (new_state == "failed") {
+      TLB_RETURN_IF_ERROR(FailRunLocked(run_id, error, now_ms));
+      result.run_finished = true;
+      result.run_state = v1::RUN_STATE_FAILED;
+      return absl::OkStatus();
+    }
+    return FinishRunIfDoneLocked(run_id, now_ms, &result);
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<std::vector<v1::Sample>> Store::GetSamples(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(v1::Run run, LoadRunLocked(id));
+  TLB_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db_->Prepare("SELECT job_id, lease_id, seq, arm, param_name, param_value, iteration,"
+                   " metric, series, value, unit, better, host, agent_id, boot_id,"
+                   " kernel_release, kernel_cmdline, microarch, ceiling_applied, ceiling"
+                   " FROM samples WHERE run_id = ?1 ORDER BY job_id, seq"));
+  stmt.Bind(1, id);
+  std::vector<v1::Sample> out;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    v1::Sample& sm = out.emplace_back();
+    sm.set_run_id(run.id());
+    sm.set_job_id(stmt.Int(0));
+    sm.set_lease_id(stmt.Text(1));
+    sm.set_seq(static_cast<uint64_t>(stmt.Int(2)));
+    sm.set_arm(stmt.Text(3));
+    sm.set_param_name(stmt.Text(4));
+    sm.set_param_value(stmt.Text(5));
+    sm.set_iteration(static_cast<uint32_t>(stmt.Int(6)));
+    sm.set_metric(stmt.Text(7));
+    sm.set_series(stmt.Text(8));
+    sm.set_value(stmt.Double(9));
+    sm.set_unit(stmt.Text(10));
+    sm.set_better(static_cast<v1::Better>(stmt.Int(11)));
+    sm.set_host(stmt.Text(12));
+    sm.set_agent_id(stmt.Text(13));
+    sm.set_boot_id(stmt.Text(14));
+    sm.set_kernel_release(stmt.Text(15));
+    sm.set_kernel_cmdline(stmt.Text(16));
+    sm.set_microarch(stmt.Text(17));
+    sm.set_ceiling_applied(stmt.Int(18) != 0);
+    if (!stmt.IsNull(19)) sm.set_ceiling(stmt.Int(19));
+  }
+  return out;
+}
+
+}  // namespace tlbfleet::store
