@@ -1,0 +1,416 @@
+#include "controller/api/controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/version.h"
+#include "controller/report/compare.h"
+#include "controller/scheduler/expand.h"
+#include "controller/scheduler/run_spec.h"
+#include "spdlog/spdlog.h"
+
+namespace tlbfleet::api {
+
+namespace {
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+v1::ControllerMessage Wrap(v1::SampleAck ack) {
+  v1::ControllerMessage m;
+  *m.mutable_sample_ack() = std::move(ack);
+  return m;
+}
+
+v1::ControllerMessage Wrap(v1::CompletionAck ack) {
+  v1::ControllerMessage m;
+  *m.mutable_completion_ack() = std::move(ack);
+  return m;
+}
+
+v1::ControllerMessage Cancel(const std::string& lease_id, const std::string& reason) {
+  v1::ControllerMessage m;
+  m.mutable_cancel()->set_lease_id(lease_id);
+  m.mutable_cancel()->set_reason(reason);
+  return m;
+}
+
+}  // namespace
+
+bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why) {
+  auto fail = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
+  const v1::HostSelector& sel = spec.hosts();
+  for (const auto& [key, value] : sel.labels()) {
+    auto it = host.labels().find(key);
+    if (it == host.labels().end() || it->second != value) {
+      return fail(absl::StrCat("label ", key, "=", value, " not set"));
+    }
+  }
+  if (!sel.microarch().empty()) {
+    std::string have = absl::AsciiStrToLower(host.cpu().microarch());
+    bool any = std::any_of(sel.microarch().begin(), sel.microarch().end(),
+                           [&](const std::string& m) { return absl::AsciiStrToLower(m) == have; });
+    if (!any) return fail(absl::StrCat("microarch ", host.cpu().microarch(), " not selected"));
+  }
+  if (!sel.names().empty() &&
+      std::find(sel.names().begin(), sel.names().end(), host.hostname()) == sel.names().end()) {
+    return fail(absl::StrCat("hostname ", host.hostname(), " not selected"));
+  }
+  bool needs_ceiling = std::any_of(spec.arms().begin(), spec.arms().end(),
+                                   [](const v1::ArmSpec& arm) { return !arm.ceiling().empty(); });
+  if (needs_ceiling && !host.ceiling().writable()) {
+    return fail(absl::StrCat("flush ceiling not writable: ", host.ceiling().reason()));
+  }
+  return true;
+}
+
+Controller::Controller(store::Store& store, ControllerOptions options, Clock clock)
+    : store_(store), options_(options), clock_(clock ? std::move(clock) : Clock(SystemNowMs)) {}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::Start() {
+  ticker_ = std::thread([this] {
+    absl::MutexLock lock(&mu_);
+    while (!stopping_) {
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(options_.tick_ms));
+      if (stopping_) break;
+      mu_.Unlock();
+      Tick();
+      mu_.Lock();
+    }
+  });
+}
+
+void Controller::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (ticker_.joinable()) ticker_.join();
+}
+
+Controller::Session* Controller::FindSessionLocked(AgentChannel* channel) {
+  for (auto& [id, session] : sessions_) {
+    if (session.channel == channel) return &session;
+  }
+  return nullptr;
+}
+
+absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello) {
+  if (hello.protocol_version() != v1::PROTOCOL_VERSION_1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("unsupported protocol version ", hello.protocol_version(),
+                     "; this controller speaks version 1"));
+  }
+  if (hello.agent_id().empty()) return absl::InvalidArgumentError("hello.agent_id: empty");
+  TLB_RETURN_IF_ERROR(store_.UpsertHost(hello.agent_id(), hello.host(), Now()));
+
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = sessions_.try_emplace(hello.agent_id());
+  if (!inserted) {
+    spdlog::warn("agent={} host={} reconnected from {}; dropping its previous stream",
+                 hello.agent_id(), hello.host().hostname(), channel->Peer());
+  }
+  Session& session = it->second;
+  session = Session{};
+  session.channel = channel;
+  session.agent_id = hello.agent_id();
+  session.host = hello.host();
+  spdlog::info("agent={} host={} connected from {} boot={} microarch={} cpus={} ceiling={}",
+               session.agent_id, session.host.hostname(), channel->Peer(),
+               session.host.boot_id(), session.host.cpu().microarch(),
+               session.host.logical_cpus(),
+               session.host.ceiling().has_value() ? absl::StrCat(session.host.ceiling().value())
+                                                  : session.host.ceiling().reason());
+  v1::ControllerMessage welcome;
+  welcome.mutable_welcome()->set_controller_version(kVersion);
+  welcome.mutable_welcome()->set_heartbeat_seconds(
+      static_cast<uint32_t>(std::max<int64_t>(1, options_.heartbeat_ms / 1000)));
+  welcome.mutable_welcome()->set_lease_seconds(
+      static_cast<uint32_t>(std::max<int64_t>(1, options_.lease_ms / 1000)));
+  channel->Send(welcome);
+  // The agent becomes dispatchable with its first heartbeat, after it has replayed its spool.
+  return absl::OkStatus();
+}
+
+void Controller::Unregister(AgentChannel* channel) {
+  absl::MutexLock lock(&mu_);
+  Session* session = FindSessionLocked(channel);
+  if (session == nullptr) return;
+  spdlog::info("agent={} host={} disconnected{}", session->agent_id, session->host.hostname(),
+               session->lease_id.empty() ? ""
+                                         : absl::StrCat(" while holding lease ", session->lease_id,
+                                                        " (re-queued if it does not return)"));
+  sessions_.erase(session->agent_id);
+}
+
+void Controller::OnMessage(AgentChannel* channel, const v1::AgentMessage& message) {
+  absl::MutexLock lock(&mu_);
+  Session* session = FindSessionLocked(channel);
+  if (session == nullptr) return;  // a stream that was replaced by a newer one
+  switch (message.body_case()) {
+    case v1::AgentMessage::kHeartbeat:
+      HandleHeartbeatLocked(*session, message.heartbeat());
+      break;
+    case v1::AgentMessage::kSamples:
+      HandleSamplesLocked(*session, message.samples());
+      break;
+    case v1::AgentMessage::kComplete:
+      HandleCompleteLocked(*session, message.complete());
+      break;
+    case v1::AgentMessage::kProgress:
+      spdlog::debug("agent={} lease={} progress: {}", session->agent_id,
+                    message.progress().lease_id(), message.progress().message());
+      break;
+    case v1::AgentMessage::kHello:
+      spdlog::warn("agent={} sent a second Hello; ignored", session->agent_id);
+      break;
+    case v1::AgentMessage::BODY_NOT_SET:
+      break;
+  }
+}
+
+void Controller::HandleHeartbeatLocked(Session& session, const v1::Heartbeat& heartbeat) {
+  if (heartbeat.state() == v1::AGENT_STATE_RUNNING && !heartbeat.lease_id().empty()) {
+    absl::StatusOr<bool> held =
+        store_.RenewLease(heartbeat.lease_id(), session.agent_id, Now(), options_.lease_ms);
+    if (!held.ok()) {
+      spdlog::error("agent={} renew lease {}: {}", session.agent_id, heartbeat.lease_id(),
+                    held.status().ToString());
+      return;
+    }
+    session.idle = false;
+    session.lease_id = heartbeat.lease_id();
+    if (!*held) {
+      // The lease expired or was cancelled: stop the agent wasting its time on it.
+      spdlog::warn("agent={} runs lease {} that it no longer holds; cancelling it",
+                   session.agent_id, heartbeat.lease_id());
+      session.channel->Send(Cancel(heartbeat.lease_id(), "lease no longer held"));
+    }
+    return;
+  }
+  if (heartbeat.state() == v1::AGENT_STATE_IDLE) {
+    session.idle = true;
+    session.lease_id.clear();
+    DispatchLocked(session);
+  }
+}
+
+void Controller::HandleSamplesLocked(Session& session, const v1::SampleBatch& batch) {
+  v1::SampleAck ack;
+  ack.set_lease_id(batch.lease_id());
+  absl::StatusOr<store::IngestResult> result = store_.IngestSamples(session.agent_id, batch);
+  if (!result.ok()) {
+    // Not acked: the agent keeps the samples in its spool and resends after reconnecting.
+    spdlog::error("agent={} lease={} storing {} samples failed: {}", session.agent_id,
+                  batch.lease_id(), batch.samples_size(), result.status().ToString());
+    return;
+  }
+  if (result->rejected) {
+    spdlog::warn("agent={} lease={} job={}: rejected {} samples: {}", session.agent_id,
+                 batch.lease_id(), batch.job_id(), batch.samples_size(), result->reason);
+    ack.set_rejected(true);
+    ack.set_reason(result->reason);
+  } else {
+    ack.set_through_seq(result->through_seq);
+    spdlog::debug("agent={} lease={} stored {} of {} samples", session.agent_id, batch.lease_id(),
+                  result->stored, batch.samples_size());
+    (void)store_.RenewLease(batch.lease_id(), session.agent_id, Now(), options_.lease_ms);
+  }
+  session.channel->Send(Wrap(std::move(ack)));
+}
+
+void Controller::HandleCompleteLocked(Session& session, const v1::JobComplete& complete) {
+  v1::CompletionAck ack;
+  ack.set_lease_id(complete.lease_id());
+  absl::StatusOr<store::CompletionResult> result =
+      store_.CompleteJob(session.agent_id, complete, Now());
+  if (!result.ok()) {
+    spdlog::error("agent={} lease={} completion failed: {}", session.agent_id,
+                  complete.lease_id(), result.status().ToString());
+    return;
+  }
+  if (result->rejected) {
+    spdlog::warn("agent={} lease={} job={}: completion rejected: {}", session.agent_id,
+                 complete.lease_id(), complete.job_id(), result->reason);
+    ack.set_rejected(true);
+    ack.set_reason(result->reason);
+  } else {
+    spdlog::info("agent={} host={} run={} job={} lease={} {} ({} samples, {:.1f} s){}",
+                 session.agent_id, session.host.hostname(), result->run_id, complete.job_id(),
+                 complete.lease_id(), v1::JobStatus_Name(complete.status()),
+                 complete.sample_count(), complete.elapsed_seconds(),
+                 complete.error().empty() ? "" : absl::StrCat(": ", complete.error()));
+    if (result->run_finished) {
+      spdlog::info("run={} finished: {}", result->run_id, v1::RunState_Name(result->run_state));
+    }
+  }
+  session.channel->Send(Wrap(std::move(ack)));
+  if (session.lease_id == complete.lease_id()) {
+    session.lease_id.clear();
+    session.idle = true;
+  }
+  DispatchLocked(session);
+}
+
+void Controller::DispatchLocked(Session& session) {
+  if (!session.idle || stopping_) return;
+  absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
+  if (!runs.ok()) {
+    spdlog::error("dispatch: listing runs failed: {}", runs.status().ToString());
+    return;
+  }
+  for (const store::ActiveRun& run : *runs) {
+    if (!HostMatches(run.spec, session.host)) continue;
+    absl::StatusOr<std::optional<v1::JobAssignment>> job =
+        store_.LeaseNextJob(run.run_id, session.agent_id, Now(), options_.lease_ms);
+    if (!job.ok()) {
+      spdlog::error("dispatch run={} to agent={}: {}", run.run_id, session.agent_id,
+                    job.status().ToString());
+      continue;
+    }
+    if (!job->has_value()) continue;
+    const v1::JobAssignment& a = **job;
+    spdlog::info("run={} job={} lease={} -> host={} agent={} (arm {}, {}={}, iteration {})",
+                 a.run_id(), a.job_id(), a.lease_id(), session.host.hostname(), session.agent_id,
+                 a.arm(), a.param_name().empty() ? "param" : a.param_name(), a.param_value(),
+                 a.iteration());
+    session.idle = false;
+    session.lease_id = a.lease_id();
+    v1::ControllerMessage message;
+    *message.mutable_assignment() = a;
+    session.channel->Send(message);
+    return;
+  }
+}
+
+void Controller::DispatchAllLocked() {
+  for (auto& [id, session] : sessions_) DispatchLocked(session);
+}
+
+void Controller::Tick() {
+  absl::StatusOr<std::vector<store::ExpiredLease>> expired =
+      store_.ExpireLeases(Now(), options_.max_attempts);
+  absl::MutexLock lock(&mu_);
+  if (!expired.ok()) {
+    spdlog::error("lease expiry failed: {}", expired.status().ToString());
+  } else {
+    for (const store::ExpiredLease& e : *expired) {
+      spdlog::warn("run={} job={} lease={} expired (agent={} silent for {} ms): {}", e.run_id,
+                   e.job_id, e.lease_id, e.agent_id, options_.lease_ms,
+                   e.requeued ? "re-queued" : "too many attempts, run failed");
+      auto it = sessions_.find(e.agent_id);
+      if (it != sessions_.end() && it->second.lease_id == e.lease_id) {
+        it->second.channel->Send(Cancel(e.lease_id, "lease expired"));
+        it->second.lease_id.clear();
+      }
+    }
+  }
+  DispatchAllLocked();
+}
+
+// --- user API -----------------------------------------------------------------------------
+
+absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec_yaml,
+                                                         const std::string& source) {
+  TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
+                       scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
+  std::vector<scheduler::JobPlan> jobs = scheduler::ExpandRun(spec);
+  TLB_ASSIGN_OR_RETURN(std::string run_id, store_.CreateRun(spec, spec_yaml, jobs, Now()));
+  spdlog::info("run={} submitted: {} ({}, {} arms, {} jobs)", run_id, spec.name(),
+               spec.benchmark(), spec.arms_size(), jobs.size());
+  v1::SubmitRunResponse response;
+  response.set_run_id(run_id);
+  response.set_jobs(static_cast<uint32_t>(jobs.size()));
+  absl::MutexLock lock(&mu_);
+  DispatchAllLocked();
+  return response;
+}
+
+absl::StatusOr<v1::Run> Controller::GetRun(const std::string& run_id) {
+  return store_.GetRun(run_id);
+}
+
+absl::StatusOr<v1::ListRunsResponse> Controller::ListRuns(uint32_t limit) {
+  TLB_ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_.ListRuns(limit));
+  v1::ListRunsResponse response;
+  for (v1::Run& run : runs) *response.add_runs() = std::move(run);
+  return response;
+}
+
+absl::StatusOr<v1::Run> Controller::CancelRun(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(auto running, store_.CancelRun(run_id, Now()));
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [agent_id, lease_id] : running) {
+      auto it = sessions_.find(agent_id);
+      if (it != sessions_.end()) it->second.channel->Send(Cancel(lease_id, "run cancelled"));
+    }
+  }
+  spdlog::info("run={} cancelled by user ({} running jobs told to stop)", run_id, running.size());
+  return store_.GetRun(run_id);
+}
+
+absl::StatusOr<v1::ListHostsResponse> Controller::ListHosts() {
+  TLB_ASSIGN_OR_RETURN(std::vector<store::StoredHost> hosts, store_.ListHosts());
+  v1::ListHostsResponse response;
+  absl::MutexLock lock(&mu_);
+  for (store::StoredHost& h : hosts) {
+    v1::Host* out = response.add_hosts();
+    out->set_agent_id(h.agent_id);
+    *out->mutable_info() = std::move(h.info);
+    out->set_last_seen_unix(h.last_seen_ms / 1000);
+    auto it = sessions_.find(h.agent_id);
+    if (it != sessions_.end()) {
+      out->set_connected(true);
+      out->set_current_lease(it->second.lease_id);
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetResultsResponse> Controller::GetResults(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
+  v1::GetResultsResponse response;
+  for (v1::Sample& s : samples) *response.add_samples() = std::move(s);
+  return response;
+}
+
+absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_id,
+                                                        const std::string& baseline) {
+  TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
+  std::vector<std::string> arms;
+  for (const v1::ArmSpec& arm : run.spec().arms()) arms.push_back(arm.name());
+  if (!baseline.empty()) {
+    auto it = std::find(arms.begin(), arms.end(), baseline);
+    if (it == arms.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("baseline: run ", run_id,
+                                                     " has no arm named \"", baseline,
+                                                     "\" (arms: ", absl::StrJoin(arms, ", "), ")"));
+    }
+    std::rotate(arms.begin(), it, it + 1);
+  }
+  TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
+  TLB_ASSIGN_OR_RETURN(v1::Report report, report::BuildReport(samples, arms));
+  report.set_run_id(run_id);
+  report.set_title(absl::StrCat(run.spec().benchmark(), " — run ", run_id, " (",
+                                run.spec().name(), "), ", v1::RunState_Name(run.state())));
+  v1::CompareResponse response;
+  response.set_text(report::RenderText(report));
+  *response.mutable_report() = std::move(report);
+  return response;
+}
+
+}  // namespace tlbfleet::api

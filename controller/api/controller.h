@@ -1,0 +1,110 @@
+#pragma once
+// The controller's brain: connected agent sessions, dispatch of jobs to idle hosts, lease
+// expiry, and the user-facing operations. Transport-agnostic: the gRPC services
+// (agent_service, fleet_service) translate to and from these calls, and tests can drive it
+// with fake channels.
+//
+// Thread-safe. Dispatch rule: a host takes at most one job at a time; a job goes only to an
+// idle connected host that matches its run's host selector; runs are served oldest first.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/store/store.h"
+#include "tlbfleet/v1/agent.pb.h"
+#include "tlbfleet/v1/fleet.pb.h"
+
+namespace tlbfleet::api {
+
+// The controller's handle on one agent stream. Send never blocks; messages are queued and
+// dropped once the stream is closing.
+class AgentChannel {
+ public:
+  virtual ~AgentChannel() = default;
+  virtual void Send(const v1::ControllerMessage& message) = 0;
+  virtual std::string Peer() const = 0;
+};
+
+struct ControllerOptions {
+  int64_t lease_ms = 60'000;       // a job whose agent is silent this long is re-queued
+  int64_t heartbeat_ms = 15'000;   // told to agents in Welcome; must be well below lease_ms
+  int max_attempts = 3;            // leases per job before its run fails
+  int64_t tick_ms = 250;           // how often leases are checked
+};
+
+class Controller {
+ public:
+  using Clock = std::function<int64_t()>;  // milliseconds since the epoch
+
+  Controller(store::Store& store, ControllerOptions options, Clock clock = nullptr);
+  ~Controller();
+
+  // Starts/stops the background ticker that expires leases and retries dispatch.
+  void Start();
+  void Stop();
+
+  // --- agent streams ---
+  // Called with the first message of a stream. On success the channel has been sent a
+  // Welcome (then any work); on error the caller sends Reject with the message and closes.
+  absl::Status Register(AgentChannel* channel, const v1::Hello& hello);
+  void OnMessage(AgentChannel* channel, const v1::AgentMessage& message);
+  void Unregister(AgentChannel* channel);
+
+  // --- user API ---
+  absl::StatusOr<v1::SubmitRunResponse> Submit(const std::string& spec_yaml,
+                                               const std::string& source);
+  absl::StatusOr<v1::Run> GetRun(const std::string& run_id);
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(uint32_t limit);
+  absl::StatusOr<v1::Run> CancelRun(const std::string& run_id);
+  absl::StatusOr<v1::ListHostsResponse> ListHosts();
+  absl::StatusOr<v1::GetResultsResponse> GetResults(const std::string& run_id);
+  absl::StatusOr<v1::CompareResponse> Compare(const std::string& run_id,
+                                              const std::string& baseline);
+
+  // One pass of lease expiry and dispatch; the ticker calls it. Exposed for tests.
+  void Tick();
+
+ private:
+  struct Session {
+    AgentChannel* channel = nullptr;
+    std::string agent_id;
+    v1::HostInfo host;
+    bool idle = false;      // true once the agent said so (heartbeat) or completed its job
+    std::string lease_id;   // the lease it runs, when not idle
+  };
+
+  int64_t Now() const { return clock_(); }
+  Session* FindSessionLocked(AgentChannel* channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DispatchLocked(Session& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DispatchAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleSamplesLocked(Session& session, const v1::SampleBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleCompleteLocked(Session& session, const v1::JobComplete& complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleHeartbeatLocked(Session& session, const v1::Heartbeat& heartbeat)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  store::Store& store_;
+  const ControllerOptions options_;
+  const Clock clock_;
+
+  absl::Mutex mu_;
+  // Keyed by agent id: a reconnecting agent replaces its stale session.
+  std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread ticker_;
+};
+
+// True if `host` may run jobs of `spec` (labels, microarch, names, ceiling control).
+// When false, `why` (if given) says which selector excluded it.
+bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why = nullptr);
+
+}  // namespace tlbfleet::api
