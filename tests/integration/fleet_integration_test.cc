@@ -1,0 +1,284 @@
+// End to end: a real controller and two real agent processes on loopback, with separate
+// state dirs, running real ebizzy; results checked straight from the SQLite file.
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "tests/integration/harness.h"
+
+namespace tlbfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs a query returning one integer.
+int64_t QueryInt(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return -1;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  int64_t value = -1;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    value = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+class FleetIntegrationTest : public ::testing::Test {
+ protected:
+  void StartFleet(int agents, std::vector<std::string> controller_args = {}) {
+    controller_ = std::make_unique<ControllerProcess>(dir_.path(), controller_args);
+    ASSERT_GT(controller_->grpc_port(), 0) << controller_->process().Log();
+    for (int i = 0; i < agents; ++i) StartAgent(i);
+    ASSERT_TRUE(WaitFor([&] { return controller_->ConnectedHosts() == agents; }, 30s))
+        << "agents did not connect\n"
+        << controller_->process().Log();
+  }
+
+  void StartAgent(int i) {
+    std::string state = dir_.path() + "/agent" + std::to_string(i);
+    agents_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{BinPath("tlbfleet-agent"), "--controller",
+                                 controller_->address(), "--state-dir", state, "--label",
+                                 "index=" + std::to_string(i), "--max-backoff-seconds", "2"},
+        dir_.path() + "/agent" + std::to_string(i) + ".log"));
+  }
+
+
+  grpc::Status SubmitYaml(const std::string& yaml, std::string* run_id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::SubmitRunRequest request;
+    request.set_spec_yaml(yaml);
+    request.set_source_name("test.yaml");
+    v1::SubmitRunResponse response;
+    grpc::Status s = controller_->fleet().SubmitRun(&ctx, request, &response);
+    if (run_id != nullptr) *run_id = response.run_id();
+    return s;
+  }
+
+  v1::Run GetRun(const std::string& run_id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::GetRunRequest request;
+    request.set_run_id(run_id);
+    v1::Run run;
+    controller_->fleet().GetRun(&ctx, request, &run);
+    return run;
+  }
+
+  bool WaitTerminal(const std::string& run_id, std::chrono::seconds timeout) {
+    return WaitFor(
+        [&] {
+          v1::RunState s = GetRun(run_id).state();
+          return s == v1::RUN_STATE_SUCCEEDED || s == v1::RUN_STATE_FAILED ||
+                 s == v1::RUN_STATE_CANCELLED;
+        },
+        timeout);
+  }
+
+  std::string Logs() {
+    std::string all = "--- controller\n" + controller_->process().Log();
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      all += "--- agent" + std::to_string(i) + "\n" + agents_[i]->Log();
+    }
+    return all;
+  }
+
+  int64_t Q(const std::string& sql) { return QueryInt(controller_->db_path(), sql); }
+
+  TempDir dir_;
+  std::unique_ptr<ControllerProcess> controller_;
+  std::vector<std::unique_ptr<Process>> agents_;
+};
+
+constexpr char kTwoArmsSpec[] = R"(
+name: it-two-arms
+benchmark: ebizzy
+params: {seconds: 1, chunks: 4, chunk_size: 65536}
+sweep: {threads: [1, 2]}
+iterations: 3
+arms:
+  - {name: mmap,   params: {mmap: always}}
+  - {name: malloc, params: {mmap: never}}
+hosts: {count: 1}
+)";
+
+TEST_F(FleetIntegrationTest, TwoArmsTwoThreadCountsThreeIterationsStoreExactlyTheExpectedSamples) {
+  StartFleet(2);
+  std::string run_id;
+  grpc::Status s = SubmitYaml(kTwoArmsSpec, &run_id);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(WaitTerminal(run_id, 180s)) << Logs();
+  v1::Run run = GetRun(run_id);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error() << "\n" << Logs();
+  EXPECT_EQ(run.jobs().total(), 12u);
+  EXPECT_EQ(run.jobs().succeeded(), 12u);
+
+  const std::string r = " WHERE run_id = " + run_id;
+  // One aggregate records_per_sec per (arm, threads, iteration)...
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r + " AND series = ''"), 12);
+  EXPECT_EQ(Q("SELECT COUNT(DISTINCT arm || '/' || param_value || '/' || iteration) FROM samples" +
+              r + " AND series = ''"),
+            12);
+  // ...plus one per thread: threads=1 gives 1, threads=2 gives 2, for 2 arms x 3 iterations.
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r + " AND series != ''"), 2 * 3 * (1 + 2));
+  // No duplicates of any logical sample.
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM (SELECT 1 FROM samples" + r +
+              " GROUP BY arm, param_value, iteration, metric, series HAVING COUNT(*) > 1)"),
+            0);
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r + " AND metric = 'records_per_sec' AND value > 0"),
+            30);
+  EXPECT_EQ(Q("SELECT COUNT(DISTINCT arm) FROM samples" + r), 2);
+  // hosts.count 1: every sample of the run came from one host.
+  EXPECT_EQ(Q("SELECT COUNT(DISTINCT agent_id) FROM samples" + r), 1);
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r + " AND boot_id = ''"), 0);
+
+  // The comparison table names both arms and both thread counts.
+  grpc::ClientContext ctx;
+  v1::CompareRequest compare;
+  compare.set_run_id(run_id);
+  v1::CompareResponse response;
+  ASSERT_TRUE(controller_->fleet().Compare(&ctx, compare, &response).ok());
+  EXPECT_NE(response.text().find("mmap"), std::string::npos) << response.text();
+  EXPECT_NE(response.text().find("malloc"), std::string::npos) << response.text();
+  EXPECT_NE(response.text().find("Hmean"), std::string::npos) << response.text();
+  EXPECT_NE(response.text().find("threads=2"), std::string::npos) << response.text();
+}
+
+TEST_F(FleetIntegrationTest, KilledAgentsJobIsRequeuedToTheOtherAgentWithoutDuplicates) {
+  StartFleet(2, {"--lease-seconds", "3"});
+  constexpr char kSpec[] = R"(
+name: it-kill
+benchmark: ebizzy
+params: {seconds: 2, chunks: 4, chunk_size: 65536, threads: 1}
+iterations: 3
+arms:
+  - {name: a, params: {mmap: always}}
+  - {name: b, params: {mmap: never}}
+hosts: {count: 1}
+)";
+  std::string run_id;
+  ASSERT_TRUE(SubmitYaml(kSpec, &run_id).ok());
+
+  // Wait until some agent holds a lease, then kill -9 that agent mid-job.
+  std::string victim_agent_id;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        grpc::ClientContext ctx;
+        v1::ListHostsResponse hosts;
+        controller_->fleet().ListHosts(&ctx, v1::ListHostsRequest(), &hosts);
+        for (const v1::Host& h : hosts.hosts()) {
+          if (!h.current_lease().empty()) victim_agent_id = h.agent_id();
+        }
+        return !victim_agent_id.empty();
+      },
+      30s))
+      << Logs();
+  int victim = -1;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    std::ifstream id_file(dir_.path() + "/agent" + std::to_string(i) + "/agent-id");
+    std::string id;
+    id_file >> id;
+    if (id == victim_agent_id) victim = static_cast<int>(i);
+  }
+  ASSERT_GE(victim, 0) << "no agent state dir holds id " << victim_agent_id;
+  agents_[static_cast<size_t>(victim)]->Signal(SIGKILL);
+
+  ASSERT_TRUE(WaitTerminal(run_id, 180s)) << Logs();
+  v1::Run run = GetRun(run_id);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error() << "\n" << Logs();
+
+  const std::string r = " WHERE run_id = " + run_id;
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r + " AND series = ''"), 6);
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples" + r), 12);  // aggregate + thread0 per job
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM (SELECT 1 FROM samples" + r +
+              " GROUP BY arm, param_value, iteration, metric, series HAVING COUNT(*) > 1)"),
+            0);
+  // The job the victim held ran again elsewhere, and the survivor finished the run.
+  EXPECT_GE(Q("SELECT MAX(attempts) FROM jobs" + r), 2);
+  EXPECT_GE(Q("SELECT COUNT(*) FROM samples" + r + " AND agent_id != '" + victim_agent_id + "'"),
+            2);
+  EXPECT_NE(controller_->process().Log().find("expired"), std::string::npos);
+}
+
+TEST_F(FleetIntegrationTest, BadSpecsAreRefusedNamingTheFieldAndNothingIsStored) {
+  StartFleet(0);
+  struct Case {
+    std::string yaml;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"name: x\nbenchmark: ebizy\niterations: 1\narms: [{name: a}]\n", "benchmark"},
+      {"name: x\nbenchmark: ebizzy\nparams: {colour: red}\narms: [{name: a}]\n", "colour"},
+      {"name: x\nbenchmark: ebizzy\nparams: {threads: 0}\narms: [{name: a}]\n", "threads"},
+      {"name: x\nbenchmark: ebizzy\narms: []\n", "arms"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a}, {name: a}]\n", "arms[1].name"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a\n", "test.yaml:"},
+  };
+  for (const Case& c : cases) {
+    grpc::Status s = SubmitYaml(c.yaml, nullptr);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.yaml;
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos)
+        << "message \"" << s.error_message() << "\" does not name " << c.field;
+  }
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM runs"), 0);
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM jobs"), 0);
+
+  // The CLI shows the same message and exits non-zero.
+  std::string spec = dir_.path() + "/bad.yaml";
+  std::ofstream(spec) << cases[2].yaml;
+  std::string out;
+  int rc = RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "submit", spec},
+                      &out, /*merge_stderr=*/true);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("threads"), std::string::npos) << out;
+}
+
+TEST_F(FleetIntegrationTest, CliSubmitWaitResultsAndCompare) {
+  StartFleet(1);
+  std::string spec = dir_.path() + "/spec.yaml";
+  std::ofstream(spec) << "name: cli\nbenchmark: ebizzy\nparams: {seconds: 1, chunks: 2, "
+                         "chunk_size: 65536, threads: 1}\niterations: 2\narms:\n"
+                         "  - {name: mmap, params: {mmap: always}}\n"
+                         "  - {name: malloc, params: {mmap: never}}\n";
+  const std::string tlbfleet = BinPath("tlbfleet");
+  const std::string addr = controller_->address();
+  std::string out;
+  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "submit", spec}, &out), 0) << out;
+  // The run id is alone on the last line.
+  std::string trimmed = out.substr(0, out.find_last_not_of('\n') + 1);
+  std::string run_id = trimmed.substr(trimmed.find_last_of('\n') + 1);
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "wait", run_id, "--timeout", "120"}, &out),
+            0)
+      << out << Logs();
+  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "results", run_id, "--format", "csv"},
+                       &out),
+            0);
+  // Header + 2 arms x 2 iterations x (aggregate + thread0).
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1 + 8) << out;
+  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "compare", run_id}, &out), 0);
+  EXPECT_NE(out.find("malloc"), std::string::npos) << out;
+  EXPECT_NE(out.find("Hmean"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "hosts", "--format", "json"}, &out), 0);
+  EXPECT_NE(out.find("logical_cpus"), std::string::npos) << out;
+  // `wait` on a missing run fails.
+  EXPECT_NE(RunCommand({tlbfleet, "--controller", addr, "wait", "999", "--timeout", "5"}, &out), 0);
+}
+
+}  // namespace
+}  // namespace tlbfleet::testing

@@ -1,0 +1,165 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace tlbfleet::testing {
+
+std::string BinPath(const std::string& name) { return std::string(TLBFLEET_BIN_DIR) + "/" + name; }
+
+Process::Process(std::vector<std::string> argv, std::string log_path)
+    : log_path_(std::move(log_path)) {
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+}
+
+Process::~Process() {
+  if (Running()) {
+    Signal(SIGKILL);
+    Wait(std::chrono::seconds(5));
+  }
+}
+
+void Process::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+}
+
+int Process::Wait(std::chrono::milliseconds timeout) {
+  int status = -1;
+  bool done = WaitFor(
+      [&] {
+        if (reaped_) return true;
+        pid_t r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) reaped_ = true;
+        return reaped_;
+      },
+      timeout);
+  return done ? status : -1;
+}
+
+bool Process::Running() {
+  if (pid_ <= 0 || reaped_) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    reaped_ = true;
+    return false;
+  }
+  return true;
+}
+
+std::string Process::Log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return condition();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output, bool merge_stderr) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return -1;
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (std::string& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], 1);
+    if (merge_stderr) ::dup2(pipe_fds[1], 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (output != nullptr) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tlbfleet-it-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (::getenv("TLBFLEET_KEEP_TEST_DIRS") == nullptr) std::filesystem::remove_all(path_, ec);
+}
+
+ControllerProcess::ControllerProcess(const std::string& dir, std::vector<std::string> extra_args)
+    : db_path_(dir + "/fleet.db") {
+  std::string ready = dir + "/controller.ready";
+  std::vector<std::string> argv = {BinPath("tlbfleet-controller"), "--grpc-listen", "127.0.0.1:0",
+                                   "--http-listen", "127.0.0.1:0", "--db", db_path_,
+                                   "--ready-file", ready};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  process_ = std::make_unique<Process>(argv, dir + "/controller.log");
+  std::string text;
+  WaitFor(
+      [&] {
+        std::ifstream in(ready);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+        return text.find('}') != std::string::npos;
+      },
+      std::chrono::seconds(30));
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("\"grpc_port\":(\\d+),\"http_port\":(\\d+)"))) {
+    grpc_port_ = std::stoi(m[1]);
+    http_port_ = std::stoi(m[2]);
+  }
+  stub_ = v1::FleetService::NewStub(
+      grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+}
+
+int ControllerProcess::ConnectedHosts() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListHostsResponse response;
+  if (!stub_->ListHosts(&ctx, v1::ListHostsRequest(), &response).ok()) return -1;
+  int n = 0;
+  for (const v1::Host& h : response.hosts()) n += h.connected() ? 1 : 0;
+  return n;
+}
+
+}  // namespace tlbfleet::testing

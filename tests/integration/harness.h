@@ -1,0 +1,80 @@
+#pragma once
+// Helpers for integration tests: start real tlbfleet processes, wait on conditions with a
+// deadline (never a bare sleep), and talk to the controller.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlbfleet/v1/fleet.grpc.pb.h"
+
+namespace tlbfleet::testing {
+
+std::string BinPath(const std::string& name);  // build/bin/<name>
+
+// A child process with stdout+stderr appended to `log_path`. Killed (SIGKILL) on destruction
+// if still running.
+class Process {
+ public:
+  Process(std::vector<std::string> argv, std::string log_path);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig);
+  // Waits for exit; returns the wait status, or -1 on timeout.
+  int Wait(std::chrono::milliseconds timeout);
+  bool Running();
+  std::string Log() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string log_path_;
+};
+
+// Polls `condition` every 50 ms until true or `timeout`; returns its last value.
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// Runs a command, capturing stdout (stderr is merged when merge_stderr). Returns exit code.
+int RunCommand(const std::vector<std::string>& argv, std::string* output,
+               bool merge_stderr = false);
+
+// A unique temp directory, removed on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A controller process plus a FleetService stub connected to it.
+class ControllerProcess {
+ public:
+  ControllerProcess(const std::string& dir, std::vector<std::string> extra_args = {});
+  int grpc_port() const { return grpc_port_; }
+  int http_port() const { return http_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
+  const std::string& db_path() const { return db_path_; }
+  v1::FleetService::Stub& fleet() { return *stub_; }
+  Process& process() { return *process_; }
+  // Number of hosts currently connected.
+  int ConnectedHosts();
+
+ private:
+  std::string db_path_;
+  std::unique_ptr<Process> process_;
+  int grpc_port_ = 0;
+  int http_port_ = 0;
+  std::unique_ptr<v1::FleetService::Stub> stub_;
+};
+
+}  // namespace tlbfleet::testing
