@@ -17,6 +17,10 @@ namespace tlbfleet::report {
 // pct_diff follows mmtests: higher-is-better new/base*100-100, lower-is-better
 // 100-new/base*100, so positive is always better; the baseline's is 0.
 // For Stddev and CoeffVar pct_diff is the plain relative change (lower is better).
+// Where pct_diff cannot be computed (either value undefined, or a zero baseline against a
+// non-zero value) it is 0; RenderText prints it as NaN. A missing or BETTER_UNSPECIFIED
+// direction is read as higher-is-better. Samples of arms not in `arm_order` are ignored; an
+// arm without samples in a group has n = 0 and undefined values.
 // INVALID_ARGUMENT if `arm_order` is empty or names an arm twice.
 absl::StatusOr<v1::Report> BuildReport(const std::vector<v1::Sample>& samples,
                                        const std::vector<std::string>& arm_order);

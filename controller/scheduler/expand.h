@@ -16,13 +16,13 @@
 namespace tlbfleet::scheduler {
 
 struct JobPlan {
-  uint32_t slot = 0;       // host slot, 0..hosts.count-1
+  uint32_t slot = 0;  // host slot, 0..hosts.count-1
   std::string arm;
   std::string param_name;  // "" when the run has no sweep
   std::string param_value;
-  uint32_t iteration = 1;  // 1-based
+  uint32_t iteration = 1;                     // 1-based
   std::map<std::string, std::string> params;  // merged: run params < arm params < sweep value
-  std::string ceiling;     // the arm's ceiling
+  std::string ceiling;                        // the arm's ceiling
   uint32_t timeout_seconds = 0;  // spec.job_timeout_seconds, or the workload's own bound
 };
 

@@ -22,4 +22,9 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml, std::string_view
 // The error message starts with the field path: "arms[1].name: duplicate arm name \"mmap\"".
 absl::Status ValidateRunSpec(const v1::RunSpec& spec);
 
+// Applies the YAML defaults to a spec built elsewhere (e.g. from JSON, where proto3 cannot
+// tell "absent" from 0): iterations 0 -> 1, hosts.count 0 -> 1. ParseRunSpec does this
+// itself; call it before ValidateRunSpec, which refuses 0 for both.
+void FillRunSpecDefaults(v1::RunSpec* spec);
+
 }  // namespace tlbfleet::scheduler

@@ -1,0 +1,255 @@
+#include "controller/report/compare.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::report {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr double kTolerance = 1e-9;
+
+v1::Sample MakeSample(const std::string& arm, const std::string& threads, double value,
+                      const std::string& metric = "records_per_sec",
+                      v1::Better better = v1::BETTER_HIGHER,
+                      const std::string& unit = "records/s") {
+  v1::Sample s;
+  s.set_arm(arm);
+  s.set_param_name(threads.empty() ? "" : "threads");
+  s.set_param_value(threads);
+  s.set_metric(metric);
+  s.set_unit(unit);
+  s.set_better(better);
+  s.set_value(value);
+  return s;
+}
+
+std::vector<std::string> StatNames(const v1::Report::Group& group) {
+  std::vector<std::string> names;
+  for (const v1::Report::Stat& stat : group.stats()) names.push_back(stat.name());
+  return names;
+}
+
+const v1::Report::Stat& FindStat(const v1::Report::Group& group, const std::string& name) {
+  for (const v1::Report::Stat& stat : group.stats()) {
+    if (stat.name() == name) return stat;
+  }
+  ADD_FAILURE() << "no stat " << name;
+  static const v1::Report::Stat kEmpty;
+  return kEmpty;
+}
+
+TEST(BuildReportTest, HigherIsBetterRowsValuesAndPercentages) {
+  std::vector<v1::Sample> samples = {
+      MakeSample("mmap", "1", 100),
+      MakeSample("malloc", "1", 150),
+      MakeSample("mmap", "1", 300),
+      MakeSample("malloc", "1", 450),
+  };
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"mmap", "malloc"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->arms(), ElementsAre("mmap", "malloc"));
+  ASSERT_EQ(report->groups_size(), 1);
+  const v1::Report::Group& g = report->groups(0);
+  EXPECT_EQ(g.metric(), "records_per_sec");
+  EXPECT_EQ(g.unit(), "records/s");
+  EXPECT_EQ(g.better(), v1::BETTER_HIGHER);
+  EXPECT_EQ(g.param_name(), "threads");
+  EXPECT_EQ(g.param_value(), "1");
+  EXPECT_THAT(g.n(), ElementsAre(2u, 2u));
+  EXPECT_THAT(StatNames(g), ElementsAre("Min", "Hmean", "Stddev", "CoeffVar", "Max"));
+
+  const v1::Report::Stat& min = FindStat(g, "Min");
+  EXPECT_THAT(min.values(), ElementsAre(100, 150));
+  EXPECT_THAT(min.defined(), ElementsAre(true, true));
+  EXPECT_NEAR(min.pct_diff(0), 0, kTolerance);
+  EXPECT_NEAR(min.pct_diff(1), 50, kTolerance);  // 150/100*100-100: higher, so better
+
+  const v1::Report::Stat& hmean = FindStat(g, "Hmean");
+  EXPECT_NEAR(hmean.values(0), 150, kTolerance);  // 2 / (1/100 + 1/300)
+  EXPECT_NEAR(hmean.values(1), 225, kTolerance);
+  EXPECT_NEAR(hmean.pct_diff(1), 50, kTolerance);
+
+  // Spread: lower is better, so 1.5 times the stddev is 50% worse.
+  const v1::Report::Stat& stddev = FindStat(g, "Stddev");
+  EXPECT_NEAR(stddev.values(0), 100 * std::sqrt(2.0), 1e-9);
+  EXPECT_NEAR(stddev.values(1), 150 * std::sqrt(2.0), 1e-9);
+  EXPECT_NEAR(stddev.pct_diff(1), -50, 1e-9);
+
+  const v1::Report::Stat& coeffvar = FindStat(g, "CoeffVar");
+  EXPECT_NEAR(coeffvar.values(0), 50 * std::sqrt(2.0), 1e-9);
+  EXPECT_NEAR(coeffvar.pct_diff(1), 0, 1e-9);
+
+  const v1::Report::Stat& max = FindStat(g, "Max");
+  EXPECT_THAT(max.values(), ElementsAre(300, 450));
+  EXPECT_NEAR(max.pct_diff(1), 50, kTolerance);
+}
+
+TEST(BuildReportTest, LowerIsBetterUsesAmeanAndFlipsTheSign) {
+  std::vector<v1::Sample> samples;
+  for (double v : {10.0, 30.0})
+    samples.push_back(MakeSample("base", "", v, "latency", v1::BETTER_LOWER, "us"));
+  for (double v : {8.0, 24.0})
+    samples.push_back(MakeSample("new", "", v, "latency", v1::BETTER_LOWER, "us"));
+  for (double v : {12.0, 36.0})
+    samples.push_back(MakeSample("worse", "", v, "latency", v1::BETTER_LOWER, "us"));
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"base", "new", "worse"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->groups_size(), 1);
+  const v1::Report::Group& g = report->groups(0);
+  EXPECT_EQ(g.better(), v1::BETTER_LOWER);
+  EXPECT_EQ(g.param_name(), "");
+  EXPECT_THAT(StatNames(g), ElementsAre("Min", "Amean", "Stddev", "CoeffVar", "Max"));
+  // 100 - new/base*100: 20% lower latency is +20%, 20% higher is -20%.
+  for (const char* row : {"Min", "Amean", "Stddev", "Max"}) {
+    const v1::Report::Stat& stat = FindStat(g, row);
+    EXPECT_NEAR(stat.pct_diff(0), 0, kTolerance) << row;
+    EXPECT_NEAR(stat.pct_diff(1), 20, 1e-9) << row;
+    EXPECT_NEAR(stat.pct_diff(2), -20, 1e-9) << row;
+  }
+  EXPECT_NEAR(FindStat(g, "Amean").values(1), 16, kTolerance);
+}
+
+TEST(BuildReportTest, UnspecifiedDirectionReadsAsHigherIsBetter) {
+  std::vector<v1::Sample> samples = {MakeSample("a", "", 1, "ops", v1::BETTER_UNSPECIFIED),
+                                     MakeSample("b", "", 2, "ops", v1::BETTER_UNSPECIFIED)};
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"a", "b"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->groups(0).better(), v1::BETTER_HIGHER);
+  EXPECT_NEAR(FindStat(report->groups(0), "Hmean").pct_diff(1), 100, kTolerance);
+}
+
+TEST(BuildReportTest, GroupsByMetricInFirstAppearanceThenNumericSweepValue) {
+  std::vector<v1::Sample> samples = {
+      MakeSample("a", "10", 1, "z_metric"), MakeSample("a", "2", 1, "z_metric"),
+      MakeSample("a", "1", 1, "a_metric"),  MakeSample("a", "1", 1, "z_metric"),
+      MakeSample("a", "10", 1, "a_metric"), MakeSample("a", "9", 1, "a_metric"),
+  };
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"a"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::vector<std::string> order;
+  for (const v1::Report::Group& g : report->groups()) {
+    order.push_back(g.metric() + "@" + g.param_value());
+  }
+  EXPECT_THAT(order, ElementsAre("z_metric@1", "z_metric@2", "z_metric@10", "a_metric@1",
+                                 "a_metric@9", "a_metric@10"));
+}
+
+TEST(BuildReportTest, NonNumericSweepValuesSortAsStrings) {
+  std::vector<v1::Sample> samples = {MakeSample("a", "never", 1), MakeSample("a", "always", 1),
+                                     MakeSample("a", "10", 1)};
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"a"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::vector<std::string> values;
+  for (const v1::Report::Group& g : report->groups()) values.push_back(g.param_value());
+  EXPECT_THAT(values, ElementsAre("10", "always", "never"));
+}
+
+TEST(BuildReportTest, IgnoresPerThreadSeriesAndArmsNotCompared) {
+  std::vector<v1::Sample> samples = {MakeSample("a", "1", 10), MakeSample("b", "1", 20),
+                                     MakeSample("other", "1", 1000)};
+  v1::Sample per_thread = MakeSample("a", "1", 5);
+  per_thread.set_series("thread0");
+  samples.push_back(per_thread);
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"b", "a"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->arms(), ElementsAre("b", "a"));
+  ASSERT_EQ(report->groups_size(), 1);
+  EXPECT_THAT(report->groups(0).n(), ElementsAre(1u, 1u));
+  const v1::Report::Stat& min = FindStat(report->groups(0), "Min");
+  EXPECT_THAT(min.values(), ElementsAre(20, 10));  // baseline is b, the first in arm_order
+  EXPECT_NEAR(min.pct_diff(1), -50, kTolerance);
+  // One sample per arm: no spread.
+  EXPECT_THAT(FindStat(report->groups(0), "Stddev").defined(), ElementsAre(false, false));
+}
+
+TEST(BuildReportTest, ArmWithoutSamplesIsUndefined) {
+  std::vector<v1::Sample> samples = {MakeSample("a", "1", 10), MakeSample("a", "1", 12)};
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"a", "missing"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  const v1::Report::Group& g = report->groups(0);
+  EXPECT_THAT(g.n(), ElementsAre(2u, 0u));
+  for (const v1::Report::Stat& stat : g.stats()) {
+    EXPECT_THAT(stat.defined(), ElementsAre(true, false)) << stat.name();
+    EXPECT_EQ(stat.values(1), 0) << stat.name();
+    EXPECT_EQ(stat.pct_diff(1), 0) << stat.name();
+    EXPECT_FALSE(std::isnan(stat.values(1)));
+  }
+}
+
+TEST(BuildReportTest, RefusesEmptyOrRepeatedArmOrder) {
+  absl::StatusOr<v1::Report> empty = BuildReport({}, {});
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<v1::Report> twice = BuildReport({}, {"a", "b", "a"});
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("\"a\""));
+}
+
+TEST(RenderTextTest, Golden) {
+  std::vector<v1::Sample> samples = {
+      MakeSample("mmap", "1", 6395.44),   MakeSample("mmap", "1", 6405.44),
+      MakeSample("malloc", "1", 6789.09), MakeSample("malloc", "1", 6799.09),
+      MakeSample("mmap", "2", 12000),     MakeSample("mmap", "2", 12400),
+      MakeSample("malloc", "2", 11000),   MakeSample("malloc", "2", 11100),
+  };
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"mmap", "malloc"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  report->set_title("ebizzy");
+  const std::string kExpected =
+      "ebizzy\n"
+      "\n"
+      "records_per_sec (records/s, higher is better)\n"
+      "                                       mmap                  malloc\n"
+      "Min       threads=1      6395.44 (   0.00%)      6789.09 (   6.16%)\n"
+      "Hmean     threads=1      6400.44 (   0.00%)      6794.09 (   6.15%)\n"
+      "Stddev    threads=1         7.07 (   0.00%)         7.07 (   0.00%)\n"
+      "CoeffVar  threads=1         0.11 (   0.00%)         0.10 (   5.79%)\n"
+      "Max       threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
+      "Min       threads=2     12000.00 (   0.00%)     11000.00 (  -8.33%)\n"
+      "Hmean     threads=2     12196.72 (   0.00%)     11049.77 (  -9.40%)\n"
+      "Stddev    threads=2       282.84 (   0.00%)        70.71 (  75.00%)\n"
+      "CoeffVar  threads=2         2.32 (   0.00%)         0.64 (  72.40%)\n"
+      "Max       threads=2     12400.00 (   0.00%)     11100.00 ( -10.48%)\n";
+  EXPECT_EQ(RenderText(*report), kExpected) << RenderText(*report);
+}
+
+TEST(RenderTextTest, LongArmNamesUndefinedValuesAndSeveralMetrics) {
+  std::vector<v1::Sample> samples = {
+      MakeSample("base", "", 0, "faults", v1::BETTER_LOWER, ""),
+      MakeSample("a-much-longer-arm-name-than-a-cell", "", 3, "faults", v1::BETTER_LOWER, ""),
+      MakeSample("base", "", 10, "ops", v1::BETTER_HIGHER, "ops/s"),
+      MakeSample("base", "", 20, "ops", v1::BETTER_HIGHER, "ops/s"),
+  };
+  absl::StatusOr<v1::Report> report =
+      BuildReport(samples, {"base", "a-much-longer-arm-name-than-a-cell"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  // A zero baseline has no percentage; one sample has no spread; an arm without samples
+  // has no values. All print as NaN, and the long name widens its column.
+  const std::string kExpected =
+      "faults (lower is better)\n"
+      "                              base a-much-longer-arm-name-than-a-cell\n"
+      "Min                0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "Amean              0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "Stddev              NaN (    NaN%)                     NaN (    NaN%)\n"
+      "CoeffVar            NaN (    NaN%)                     NaN (    NaN%)\n"
+      "Max                0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "\n"
+      "ops (ops/s, higher is better)\n"
+      "                              base a-much-longer-arm-name-than-a-cell\n"
+      "Min               10.00 (   0.00%)                     NaN (    NaN%)\n"
+      "Hmean             13.33 (   0.00%)                     NaN (    NaN%)\n"
+      "Stddev             7.07 (   0.00%)                     NaN (    NaN%)\n"
+      "CoeffVar          47.14 (   0.00%)                     NaN (    NaN%)\n"
+      "Max               20.00 (   0.00%)                     NaN (    NaN%)\n";
+  EXPECT_EQ(RenderText(*report), kExpected) << RenderText(*report);
+}
+
+}  // namespace
+}  // namespace tlbfleet::report

@@ -1,0 +1,266 @@
+#include "controller/scheduler/run_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/scheduler/run_spec_internal.h"
+
+namespace tlbfleet::scheduler {
+namespace {
+
+std::string ChildPath(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : absl::StrCat(parent, ".", key);
+}
+
+// The YAML side of the parser: every helper returns a status naming the field path, so
+// that the only exceptions left to catch are yaml-cpp's own (malformed documents).
+using EntryVisitor = std::function<absl::Status(const std::string& key, const YAML::Node& value)>;
+
+// Visits a map's entries in document order (`path` is "" only for the top level, whose
+// shape ParseTopLevel checks first so that errors name the source instead). Rejects non-maps,
+// non-scalar keys and duplicate keys (yaml-cpp keeps both, and silently using one of them would
+// hide a typo).
+absl::Status ForEachEntry(const YAML::Node& node, const std::string& path,
+                          const EntryVisitor& visit) {
+  if (!node.IsMap()) {
+    return FieldError(path, "expected a map");
+  }
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) {
+      return FieldError(path, "keys must be plain strings");
+    }
+    const std::string key = entry.first.Scalar();
+    if (!seen.insert(key).second) return FieldError(ChildPath(path, key), "duplicate key");
+    if (absl::Status s = visit(key, entry.second); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UnknownField(const std::string& path, const std::vector<std::string>& known) {
+  return FieldError(
+      path, absl::StrCat("unknown field (expected one of: ", absl::StrJoin(known, ", "), ")"));
+}
+
+absl::StatusOr<std::string> ScalarText(const YAML::Node& node, const std::string& path) {
+  if (node.IsNull()) return FieldError(path, "value is missing");
+  if (!node.IsScalar()) {
+    return FieldError(path, node.IsMap() ? "expected a scalar value, got a map"
+                                         : "expected a scalar value, got a list");
+  }
+  return node.Scalar();
+}
+
+// Integers are range-checked here, before they are narrowed into the proto's uint32
+// fields: a huge value must not wrap around into a valid-looking one.
+absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node, const std::string& path, int64_t lo,
+                                  int64_t hi) {
+  absl::StatusOr<std::string> text = ScalarText(node, path);
+  if (!text.ok()) return text.status();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(*text, &value)) {
+    return FieldError(path, absl::StrCat("expected an integer, got ", Quote(*text)));
+  }
+  if (value < lo || value > hi) return RangeError(path, lo, hi, *text);
+  return value;
+}
+
+absl::Status ParseStringMap(const YAML::Node& node, const std::string& path,
+                            google::protobuf::Map<std::string, std::string>* out) {
+  if (node.IsNull()) return absl::OkStatus();  // "params:" with nothing after it
+  return ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& value) {
+    absl::StatusOr<std::string> text = ScalarText(value, ChildPath(path, key));
+    if (!text.ok()) return text.status();
+    (*out)[key] = *text;
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ParseStringList(const YAML::Node& node, const std::string& path,
+                             google::protobuf::RepeatedPtrField<std::string>* out) {
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsSequence()) return FieldError(path, "expected a list");
+  for (size_t i = 0; i < node.size(); ++i) {
+    absl::StatusOr<std::string> text = ScalarText(node[i], absl::StrCat(path, "[", i, "]"));
+    if (!text.ok()) return text.status();
+    out->Add(std::move(*text));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSweep(const YAML::Node& node, v1::SweepSpec* sweep) {
+  if (node.IsNull()) return absl::OkStatus();  // "sweep:" alone means no sweep
+  if (!node.IsMap()) return FieldError("sweep", "expected a map with one swept parameter");
+  if (node.size() != 1) {
+    std::vector<std::string> keys;
+    for (const auto& entry : node) keys.push_back(entry.first.Scalar());
+    return FieldError("sweep", absl::StrCat("expected exactly one swept parameter, got ",
+                                            node.size(), " (", absl::StrJoin(keys, ", "), ")"));
+  }
+  return ForEachEntry(node, "sweep", [&](const std::string& param, const YAML::Node& value) {
+    const std::string path = ChildPath("sweep", param);
+    sweep->set_param(param);
+    if (value.IsSequence()) return ParseStringList(value, path, sweep->mutable_values());
+    if (!value.IsMap()) return FieldError(path, "expected a list or a map");
+    bool has_policy = false;
+    bool has_max = false;
+    sweep->set_min(1);
+    absl::Status s = ForEachEntry(value, path, [&](const std::string& key, const YAML::Node& v) {
+      const std::string field = ChildPath(path, key);
+      if (key == "policy") {
+        absl::StatusOr<std::string> text = ScalarText(v, field);
+        if (!text.ok()) return text.status();
+        sweep->set_policy(*text);
+        has_policy = true;
+      } else if (key == "min" || key == "max") {
+        absl::StatusOr<int64_t> n = ScalarInt(v, field, std::numeric_limits<int64_t>::min(),
+                                              std::numeric_limits<int64_t>::max());
+        if (!n.ok()) return n.status();
+        if (key == "min") {
+          sweep->set_min(*n);
+        } else {
+          sweep->set_max(*n);
+          has_max = true;
+        }
+      } else {
+        return UnknownField(field, {"policy", "min", "max"});
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+    if (!has_policy) return FieldError(ChildPath(path, "policy"), "required (linear, pow2 or fib)");
+    if (!has_max) return FieldError(ChildPath(path, "max"), "required");
+    return absl::OkStatus();
+  });
+}
+
+absl::Status ParseArms(const YAML::Node& node, v1::RunSpec* spec) {
+  if (node.IsNull()) return absl::OkStatus();  // ValidateRunSpec reports the missing arms
+  if (!node.IsSequence()) return FieldError("arms", "expected a list");
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string path = absl::StrCat("arms[", i, "]");
+    v1::ArmSpec* arm = spec->add_arms();
+    absl::Status s = ForEachEntry(node[i], path, [&](const std::string& key, const YAML::Node& v) {
+      const std::string field = ChildPath(path, key);
+      if (key == "name") {
+        absl::StatusOr<std::string> text = ScalarText(v, field);
+        if (!text.ok()) return text.status();
+        arm->set_name(*text);
+      } else if (key == "params") {
+        return ParseStringMap(v, field, arm->mutable_params());
+      } else if (key == "ceiling") {
+        absl::StatusOr<std::string> text = ScalarText(v, field);
+        if (!text.ok()) return text.status();
+        absl::StatusOr<std::string> ceiling = CanonicalCeiling(*text, field);
+        if (!ceiling.ok()) return ceiling.status();
+        arm->set_ceiling(*ceiling);
+      } else {
+        return UnknownField(field, {"name", "params", "ceiling"});
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseHosts(const YAML::Node& node, v1::HostSelector* hosts) {
+  if (node.IsNull()) return absl::OkStatus();
+  return ForEachEntry(node, "hosts", [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath("hosts", key);
+    if (key == "count") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, field, kMinHosts, kMaxHosts);
+      if (!n.ok()) return n.status();
+      hosts->set_count(static_cast<uint32_t>(*n));
+      return absl::OkStatus();
+    }
+    if (key == "labels") return ParseStringMap(v, field, hosts->mutable_labels());
+    if (key == "microarch") return ParseStringList(v, field, hosts->mutable_microarch());
+    if (key == "names") return ParseStringList(v, field, hosts->mutable_names());
+    return UnknownField(field, {"count", "labels", "microarch", "names"});
+  });
+}
+
+absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1::RunSpec* spec) {
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) return FieldError(where, "keys must be plain strings");
+  }
+  return ForEachEntry(root, "", [&](const std::string& key, const YAML::Node& v) {
+    if (key == "name" || key == "benchmark") {
+      absl::StatusOr<std::string> text = ScalarText(v, key);
+      if (!text.ok()) return text.status();
+      if (key == "name") {
+        spec->set_name(*text);
+      } else {
+        spec->set_benchmark(*text);
+      }
+      return absl::OkStatus();
+    }
+    if (key == "params") return ParseStringMap(v, key, spec->mutable_params());
+    if (key == "sweep") return ParseSweep(v, spec->mutable_sweep());
+    if (key == "arms") return ParseArms(v, spec);
+    if (key == "hosts") return ParseHosts(v, spec->mutable_hosts());
+    if (key == "iterations") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, key, kMinIterations, kMaxIterations);
+      if (!n.ok()) return n.status();
+      spec->set_iterations(static_cast<uint32_t>(*n));
+      return absl::OkStatus();
+    }
+    if (key == "job_timeout_seconds") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, key, 0, kMaxJobTimeoutSeconds);
+      if (!n.ok()) return n.status();
+      spec->set_job_timeout_seconds(static_cast<uint32_t>(*n));
+      return absl::OkStatus();
+    }
+    return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "arms", "hosts",
+                              "job_timeout_seconds"});
+  });
+}
+
+}  // namespace
+
+void FillRunSpecDefaults(v1::RunSpec* spec) {
+  if (spec->iterations() == 0) spec->set_iterations(1);
+  if (spec->hosts().count() == 0) spec->mutable_hosts()->set_count(1);
+}
+
+absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml, std::string_view source) {
+  const std::string where = source.empty() ? std::string("<run spec>") : std::string(source);
+  v1::RunSpec spec;
+  // yaml-cpp reports malformed input and failed conversions by throwing; nothing may escape
+  // this function, so every yaml-cpp call stays inside this try block.
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (!root.IsDefined() || root.IsNull()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": the run spec is empty"));
+    }
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": expected a map of run spec fields at the top level"));
+    }
+    if (absl::Status s = ParseTopLevel(root, where, &spec); !s.ok()) return s;
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", e.msg));
+    // yaml-cpp marks are 0-based; editors and compilers count from 1.
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", e.what()));
+  }
+  FillRunSpecDefaults(&spec);
+  if (absl::Status s = ValidateRunSpec(spec); !s.ok()) return s;
+  return spec;
+}
+
+}  // namespace tlbfleet::scheduler

@@ -1,0 +1,47 @@
+#pragma once
+// Bounds and error helpers shared by the YAML parser (run_spec.cc) and ValidateRunSpec
+// (run_spec_validate.cc), so that a value refused while parsing and the same value refused
+// in a spec built elsewhere read alike. Not part of the scheduler's interface.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "agent/workloads/workload.h"
+
+namespace tlbfleet::scheduler {
+
+inline constexpr int64_t kMinIterations = 1;
+inline constexpr int64_t kMaxIterations = 100000;
+inline constexpr int64_t kMinHosts = 1;
+inline constexpr int64_t kMaxHosts = 1000;
+// 0 means "derived from the workload"; a week bounds any sane single iteration.
+inline constexpr int64_t kMaxJobTimeoutSeconds = 7 * 24 * 3600;
+inline constexpr int64_t kMinSweepBound = 1;
+inline constexpr int64_t kMaxSweepBound = 1000000;
+inline constexpr int64_t kMaxJobs = 1000000;
+inline constexpr size_t kMaxNameLength = 128;
+inline constexpr int64_t kMaxCeiling = std::numeric_limits<int32_t>::max();
+
+// INVALID_ARGUMENT "<path>: <what>".
+absl::Status FieldError(absl::string_view path, absl::string_view what);
+
+// `text` in double quotes, with C escapes so control characters stay visible.
+std::string Quote(absl::string_view text);
+
+// "<path>: must be an integer in [lo, hi], got <text>" (the shape ParamSpec::Check uses).
+absl::Status RangeError(absl::string_view path, int64_t lo, int64_t hi, absl::string_view text);
+
+// An arm's ceiling as stored in ArmSpec.ceiling: "default" or a decimal page count in
+// [0, kMaxCeiling] without leading zeros. Accepts "default" or decimal digits only (no sign,
+// spaces or exponent) and returns the canonical spelling ("033" -> "33"); INVALID_ARGUMENT
+// naming `path` otherwise.
+absl::StatusOr<std::string> CanonicalCeiling(absl::string_view text, absl::string_view path);
+
+// The registry's workload `name`, or nullptr. Makes sure every workload is linked in first.
+const workloads::Workload* FindWorkload(const std::string& name);
+
+}  // namespace tlbfleet::scheduler

@@ -1,0 +1,306 @@
+// ValidateRunSpec: the one check of a RunSpec at the boundary, whether it came from YAML,
+// from the JSON API or from a nightly schedule.
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/workloads/workload.h"
+#include "controller/scheduler/expand.h"
+#include "controller/scheduler/run_spec.h"
+#include "controller/scheduler/run_spec_internal.h"
+
+namespace tlbfleet::scheduler {
+
+absl::Status FieldError(absl::string_view path, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+std::string Quote(absl::string_view text) { return absl::StrCat("\"", absl::CEscape(text), "\""); }
+
+absl::Status RangeError(absl::string_view path, int64_t lo, int64_t hi, absl::string_view text) {
+  return FieldError(path,
+                    absl::StrCat("must be an integer in [", lo, ", ", hi, "], got ", Quote(text)));
+}
+
+absl::StatusOr<std::string> CanonicalCeiling(absl::string_view text, absl::string_view path) {
+  if (text == "default") return std::string("default");
+  // Digits only, like workload integers: no sign, spaces or suffixes to interpret.
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                   [](char c) { return c >= '0' && c <= '9'; });
+  int64_t pages = 0;
+  if (!digits || !absl::SimpleAtoi(text, &pages) || pages > kMaxCeiling) {
+    return FieldError(path, absl::StrCat("must be \"default\" or an integer in [0, ", kMaxCeiling,
+                                         "], got ", Quote(text)));
+  }
+  return absl::StrCat(pages);
+}
+
+const workloads::Workload* FindWorkload(const std::string& name) {
+  // Static libraries drop unreferenced workload objects; keep them before the first lookup.
+  static const bool linked = [] {
+    workloads::LinkAllWorkloads();
+    return true;
+  }();
+  (void)linked;
+  return workloads::Registry::Get().Find(name);
+}
+
+namespace {
+
+bool IsNameChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+// Run and arm names end up in file names, URLs and report columns, hence the narrow charset.
+absl::Status CheckName(const std::string& name, const std::string& path) {
+  if (name.empty()) return FieldError(path, "required");
+  if (name.size() > kMaxNameLength) {
+    return FieldError(
+        path, absl::StrCat("must be at most ", kMaxNameLength, " characters, got ", name.size()));
+  }
+  for (char c : name) {
+    if (!IsNameChar(c)) {
+      return FieldError(path, absl::StrCat("may only contain letters, digits, '.', '_' and '-', "
+                                           "got ",
+                                           Quote(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UnknownParameter(const workloads::Workload& workload, const std::string& path) {
+  std::vector<std::string> known;
+  for (const workloads::ParamSpec& p : workload.Schema()) known.push_back(p.name);
+  return FieldError(path, absl::StrCat("unknown parameter for ", std::string(workload.Name()),
+                                       " (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+// One params map (the run's or an arm's): known names, valid values, and not the swept
+// parameter — the sweep would silently override it, which is never what the user meant.
+absl::Status CheckParams(const workloads::Workload& workload,
+                         const google::protobuf::Map<std::string, std::string>& params,
+                         const std::string& path, const std::string& swept) {
+  // Proto maps iterate in no particular order; sort so the first error is reproducible.
+  const std::map<std::string, std::string> sorted(params.begin(), params.end());
+  for (const auto& [name, value] : sorted) {
+    const std::string field = absl::StrCat(path, ".", name);
+    const workloads::ParamSpec* spec = workload.FindParam(name);
+    if (spec == nullptr) return UnknownParameter(workload, field);
+    if (absl::Status s = spec->Check(value); !s.ok()) return FieldError(field, s.message());
+    if (name == swept) {
+      return FieldError(field, absl::StrCat("is the swept parameter (sweep.", swept,
+                                            "); set it in the sweep only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec& sweep) {
+  if (sweep.param().empty()) {
+    if (sweep.values_size() > 0 || !sweep.policy().empty()) {
+      return FieldError("sweep.param", "required when sweep values or a policy are given");
+    }
+    return absl::OkStatus();
+  }
+  const std::string path = absl::StrCat("sweep.", sweep.param());
+  const workloads::ParamSpec* spec = workload.FindParam(sweep.param());
+  if (spec == nullptr) return UnknownParameter(workload, path);
+  if (sweep.values_size() > 0 && !sweep.policy().empty()) {
+    return FieldError(path, "give either a list of values or a policy, not both");
+  }
+  if (sweep.values_size() > 0) {
+    std::set<std::string> seen;
+    for (int i = 0; i < sweep.values_size(); ++i) {
+      const std::string field = absl::StrCat(path, "[", i, "]");
+      const std::string& value = sweep.values(i);
+      if (absl::Status s = spec->Check(value); !s.ok()) return FieldError(field, s.message());
+      if (!seen.insert(value).second) {
+        return FieldError(field, absl::StrCat("duplicate value ", Quote(value)));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (sweep.policy().empty()) {
+    return FieldError(path, "at least one value (or a policy) is required");
+  }
+  if (sweep.policy() != "linear" && sweep.policy() != "pow2" && sweep.policy() != "fib") {
+    return FieldError(
+        absl::StrCat(path, ".policy"),
+        absl::StrCat("unknown policy ", Quote(sweep.policy()), " (known: linear, pow2, fib)"));
+  }
+  if (spec->type != workloads::ParamType::kInt) {
+    return FieldError(path, absl::StrCat("a ", sweep.policy(),
+                                         " sweep needs an integer parameter; give a list of "
+                                         "values instead"));
+  }
+  const std::string min_path = absl::StrCat(path, ".min");
+  const std::string max_path = absl::StrCat(path, ".max");
+  if (sweep.min() < kMinSweepBound || sweep.min() > kMaxSweepBound) {
+    return RangeError(min_path, kMinSweepBound, kMaxSweepBound, absl::StrCat(sweep.min()));
+  }
+  if (sweep.max() < sweep.min() || sweep.max() > kMaxSweepBound) {
+    return RangeError(max_path, sweep.min(), kMaxSweepBound, absl::StrCat(sweep.max()));
+  }
+  // Every generated value lies in [min, max], so checking the ends checks them all.
+  if (absl::Status s = spec->Check(absl::StrCat(sweep.min())); !s.ok()) {
+    return FieldError(min_path, s.message());
+  }
+  if (absl::Status s = spec->Check(absl::StrCat(sweep.max())); !s.ok()) {
+    return FieldError(max_path, s.message());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckArms(const workloads::Workload& workload, const v1::RunSpec& spec) {
+  if (spec.arms_size() == 0) return FieldError("arms", "at least one arm is required");
+  std::set<std::string> names;
+  for (int i = 0; i < spec.arms_size(); ++i) {
+    const v1::ArmSpec& arm = spec.arms(i);
+    const std::string path = absl::StrCat("arms[", i, "]");
+    if (absl::Status s = CheckName(arm.name(), path + ".name"); !s.ok()) return s;
+    if (!names.insert(arm.name()).second) {
+      return FieldError(path + ".name", absl::StrCat("duplicate arm name ", Quote(arm.name())));
+    }
+    absl::Status s = CheckParams(workload, arm.params(), path + ".params", spec.sweep().param());
+    if (!s.ok()) return s;
+    if (!arm.ceiling().empty()) {
+      absl::StatusOr<std::string> ceiling = CanonicalCeiling(arm.ceiling(), path + ".ceiling");
+      if (!ceiling.ok()) return ceiling.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHosts(const v1::HostSelector& hosts) {
+  if (hosts.count() < kMinHosts || hosts.count() > kMaxHosts) {
+    return RangeError("hosts.count", kMinHosts, kMaxHosts, absl::StrCat(hosts.count()));
+  }
+  const std::map<std::string, std::string> labels(hosts.labels().begin(), hosts.labels().end());
+  for (const auto& [key, value] : labels) {
+    if (key.empty()) return FieldError("hosts.labels", "label names must not be empty");
+  }
+  for (int i = 0; i < hosts.microarch_size(); ++i) {
+    if (hosts.microarch(i).empty()) {
+      return FieldError(absl::StrCat("hosts.microarch[", i, "]"), "must not be empty");
+    }
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < hosts.names_size(); ++i) {
+    const std::string path = absl::StrCat("hosts.names[", i, "]");
+    if (hosts.names(i).empty()) return FieldError(path, "must not be empty");
+    if (!names.insert(hosts.names(i)).second) {
+      return FieldError(path, absl::StrCat("duplicate host name ", Quote(hosts.names(i))));
+    }
+  }
+  // A run that can never find enough hosts would wait forever; refuse it now.
+  if (!names.empty() && hosts.count() > names.size()) {
+    return FieldError("hosts.count", absl::StrCat(hosts.count(),
+                                                  " hosts requested but hosts.names "
+                                                  "lists only ",
+                                                  names.size()));
+  }
+  return absl::OkStatus();
+}
+
+// Saturates instead of overflowing: only the comparison against kMaxJobs matters.
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
+  return a * b;
+}
+
+uint64_t SweepValueCount(const v1::SweepSpec& sweep) {
+  if (sweep.param().empty()) return 1;
+  if (sweep.values_size() > 0) return static_cast<uint64_t>(sweep.values_size());
+  // A linear sweep is counted, not generated: it may be a million values long.
+  if (sweep.policy() == "linear") return static_cast<uint64_t>(sweep.max() - sweep.min() + 1);
+  return SweepValues(sweep).size();
+}
+
+absl::Status CheckJobCount(const v1::RunSpec& spec) {
+  const uint64_t values = SweepValueCount(spec.sweep());
+  uint64_t jobs = SaturatingMul(spec.hosts().count(), spec.iterations());
+  jobs = SaturatingMul(jobs, values);
+  jobs = SaturatingMul(jobs, static_cast<uint64_t>(spec.arms_size()));
+  if (jobs <= static_cast<uint64_t>(kMaxJobs)) return absl::OkStatus();
+  const std::string path =
+      spec.sweep().param().empty() ? std::string("iterations") : "sweep." + spec.sweep().param();
+  return FieldError(
+      path, absl::StrCat("the run would have more than ", kMaxJobs, " jobs (", spec.hosts().count(),
+                         " hosts x ", spec.iterations(), " iterations x ", values,
+                         " sweep values x ", spec.arms_size(), " arms)"));
+}
+
+// Each parameter may be valid alone yet the combination not (a workload may bound one
+// parameter by another), so every (arm, sweep value) pair goes through ResolveParams. This
+// also catches sweep values that differ in spelling only ("01" and "1").
+absl::Status CheckCombinations(const workloads::Workload& workload, const v1::RunSpec& spec) {
+  const std::vector<std::string> values = SweepValues(spec.sweep());
+  const std::string& swept = spec.sweep().param();
+  std::map<std::string, std::string> base(spec.params().begin(), spec.params().end());
+  for (int i = 0; i < spec.arms_size(); ++i) {
+    std::map<std::string, std::string> merged = base;
+    for (const auto& [name, value] : spec.arms(i).params()) merged[name] = value;
+    std::map<std::string, size_t> canonical_values;  // canonical sweep value -> index
+    for (size_t j = 0; j < values.size(); ++j) {
+      if (!swept.empty()) merged[swept] = values[j];
+      absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(workload, merged);
+      if (!resolved.ok()) {
+        const std::string at = swept.empty() ? "" : absl::StrCat(" at ", swept, "=", values[j]);
+        return FieldError(absl::StrCat("arms[", i, "]"),
+                          absl::StrCat("parameters do not combine", at, ": ",
+                                       std::string(resolved.status().message())));
+      }
+      if (swept.empty()) continue;
+      auto it = resolved->values().find(swept);
+      if (it == resolved->values().end()) continue;
+      auto [seen, inserted] = canonical_values.emplace(it->second, j);
+      if (!inserted) {
+        return FieldError(absl::StrCat("sweep.", swept, "[", j, "]"),
+                          absl::StrCat("duplicate value ", Quote(values[j]), " (same as ",
+                                       Quote(values[seen->second]), ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
+  if (absl::Status s = CheckName(spec.name(), "name"); !s.ok()) return s;
+  if (spec.benchmark().empty()) return FieldError("benchmark", "required");
+  const workloads::Workload* workload = FindWorkload(spec.benchmark());
+  if (workload == nullptr) {
+    return FieldError("benchmark",
+                      absl::StrCat("unknown benchmark ", Quote(spec.benchmark()), " (known: ",
+                                   absl::StrJoin(workloads::Registry::Get().Names(), ", "), ")"));
+  }
+  const std::string& swept = spec.sweep().param();
+  if (absl::Status s = CheckParams(*workload, spec.params(), "params", swept); !s.ok()) return s;
+  if (absl::Status s = CheckSweep(*workload, spec.sweep()); !s.ok()) return s;
+  if (spec.iterations() < kMinIterations || spec.iterations() > kMaxIterations) {
+    return RangeError("iterations", kMinIterations, kMaxIterations,
+                      absl::StrCat(spec.iterations()));
+  }
+  if (absl::Status s = CheckArms(*workload, spec); !s.ok()) return s;
+  if (absl::Status s = CheckHosts(spec.hosts()); !s.ok()) return s;
+  if (spec.job_timeout_seconds() > kMaxJobTimeoutSeconds) {
+    return RangeError("job_timeout_seconds", 0, kMaxJobTimeoutSeconds,
+                      absl::StrCat(spec.job_timeout_seconds()));
+  }
+  if (absl::Status s = CheckJobCount(spec); !s.ok()) return s;
+  return CheckCombinations(*workload, spec);
+}
+
+}  // namespace tlbfleet::scheduler
