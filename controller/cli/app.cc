@@ -1,0 +1,158 @@
+#include "controller/cli/app.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include "CLI/CLI.hpp"
+#include "common/version.h"
+#include "controller/cli/commands.h"
+#include "controller/cli/exit_codes.h"
+#include "controller/cli/fleet_client.h"
+
+namespace tlbfleet::cli {
+
+namespace {
+
+constexpr char kFooter[] = R"(Exit codes:
+  0  success (wait: the run succeeded)
+  1  the run failed or was cancelled, unknown run id, other controller errors
+  2  usage error, unreadable file, or run spec rejected by the controller
+  3  wait --timeout expired
+  4  cannot reach the controller
+
+See docs/cli.md for examples.
+)";
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
+}
+
+OutputFormat ParseFormat(const std::string& name) {
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "csv") return OutputFormat::kCsv;
+  return OutputFormat::kText;
+}
+
+// Adds --format with the given choices; `*value` starts as the default.
+void AddFormatOption(CLI::App* command, std::string* value, std::vector<std::string> choices) {
+  std::string help = "output format: ";
+  for (size_t i = 0; i < choices.size(); ++i) help += (i > 0 ? "|" : "") + choices[i];
+  command->add_option("--format", *value, help)
+      ->check(CLI::IsMember(choices))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+CliEnvironment ProcessEnvironment() {
+  CliEnvironment env;
+  if (const char* controller = std::getenv("TLBFLEET_CONTROLLER")) env.controller = controller;
+  env.stderr_is_tty = ::isatty(STDERR_FILENO) == 1;
+  return env;
+}
+
+int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+           const CliEnvironment& env, Clock& clock) {
+  CLI::App app{"tlbfleet: submit and follow benchmark runs on a tlbfleet controller", "tlbfleet"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", kVersion);
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the command
+
+  std::string controller = env.controller.empty() ? kDefaultController : env.controller;
+  double connect_timeout_s = 5.0;
+  double rpc_timeout_s = 30.0;
+  // TakeLast: a global option may be given both before and after the command.
+  app.add_option("--controller", controller,
+                 "controller gRPC address (default: $TLBFLEET_CONTROLLER or 127.0.0.1:7070)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--timeout-connect", connect_timeout_s, "seconds to wait for a connection")
+      ->check(CLI::PositiveNumber)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+  app.add_option("--timeout-rpc", rpc_timeout_s, "deadline of each call, in seconds")
+      ->check(CLI::PositiveNumber)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+
+  std::string run_id, file, baseline;
+  std::string format = "text";
+  std::string results_format = "csv";
+  uint32_t limit = 20;
+  double wait_timeout_s = 0;
+  double wait_interval_s = 0.5;
+  bool quiet = false;
+
+  CLI::App* submit = app.add_subcommand("submit", "submit a run spec (YAML); prints the run id");
+  submit->add_option("FILE", file, "run spec file, or - for stdin")->required();
+
+  CLI::App* runs = app.add_subcommand("runs", "list recent runs");
+  runs->add_option("--limit", limit, "at most this many runs (0 = controller's default)")
+      ->capture_default_str();
+  AddFormatOption(runs, &format, {"text", "json"});
+
+  CLI::App* run = app.add_subcommand("run", "show one run");
+  run->add_option("RUN", run_id, "run id")->required();
+  AddFormatOption(run, &format, {"text", "json"});
+
+  CLI::App* wait = app.add_subcommand("wait", "wait until a run finishes; exit 0 if it succeeded");
+  wait->add_option("RUN", run_id, "run id")->required();
+  wait->add_option("--timeout", wait_timeout_s, "give up after this many seconds (0 = never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  wait->add_option("--interval", wait_interval_s, "seconds between polls")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  wait->add_flag("-q,--quiet", quiet, "no progress output");
+
+  CLI::App* cancel = app.add_subcommand("cancel", "cancel a run");
+  cancel->add_option("RUN", run_id, "run id")->required();
+
+  CLI::App* hosts = app.add_subcommand("hosts", "list the hosts agents have reported");
+  AddFormatOption(hosts, &format, {"text", "json"});
+
+  CLI::App* results = app.add_subcommand("results", "every sample of a run");
+  results->add_option("RUN", run_id, "run id")->required();
+  AddFormatOption(results, &results_format, {"csv", "json"});
+
+  CLI::App* compare = app.add_subcommand("compare", "compare a run's arms (mmtests style)");
+  compare->add_option("RUN", run_id, "run id")->required();
+  compare->add_option("--baseline", baseline, "arm to compare against (default: first arm)");
+  AddFormatOption(compare, &format, {"text", "json"});
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  FleetClientOptions options;
+  options.address = controller;
+  options.connect_timeout = Millis(connect_timeout_s);
+  options.rpc_timeout = Millis(rpc_timeout_s);
+  std::unique_ptr<FleetClient> client = FleetClient::Create(options);
+  Commands commands(*client, out, err, clock, env.stderr_is_tty);
+
+  if (submit->parsed()) return commands.Submit(file);
+  if (runs->parsed()) return commands.Runs(limit, ParseFormat(format));
+  if (run->parsed()) return commands.ShowRun(run_id, ParseFormat(format));
+  if (wait->parsed()) {
+    WaitOptions wait_options;
+    wait_options.timeout = Millis(wait_timeout_s);
+    wait_options.poll_interval = Millis(wait_interval_s);
+    wait_options.quiet = quiet;
+    return commands.Wait(run_id, wait_options);
+  }
+  if (cancel->parsed()) return commands.Cancel(run_id);
+  if (hosts->parsed()) return commands.Hosts(ParseFormat(format));
+  if (results->parsed()) return commands.Results(run_id, ParseFormat(results_format));
+  if (compare->parsed()) return commands.Compare(run_id, baseline, ParseFormat(format));
+  err << "tlbfleet: no command given; see tlbfleet --help\n";
+  return kExitUsage;
+}
+
+}  // namespace tlbfleet::cli

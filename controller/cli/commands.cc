@@ -1,0 +1,187 @@
+#include "controller/cli/commands.h"
+
+#include <algorithm>
+
+#include "common/files.h"
+#include "controller/cli/exit_codes.h"
+#include "controller/cli/format.h"
+#include "controller/cli/progress.h"
+#include "fmt/format.h"
+
+namespace tlbfleet::cli {
+
+namespace v1 = tlbfleet::v1;
+
+namespace {
+
+double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// "failed: <error>" or "failed (2 of 12 jobs failed)" when the controller gave no reason.
+std::string DescribeEnd(const v1::Run& run) {
+  std::string text = RunStateName(run.state());
+  if (!run.error().empty()) return fmt::format("{}: {}", text, run.error());
+  const auto& jobs = run.jobs();
+  if (jobs.failed() > 0 || jobs.cancelled() > 0) {
+    return fmt::format("{} ({} failed, {} cancelled of {} jobs)", text, jobs.failed(),
+                       jobs.cancelled(), jobs.total());
+  }
+  return text;
+}
+
+}  // namespace
+
+Commands::Commands(FleetClient& client, std::ostream& out, std::ostream& err, Clock& clock,
+                   bool err_is_tty)
+    : client_(client), out_(out), err_(err), clock_(clock), err_is_tty_(err_is_tty) {}
+
+int Commands::Error(int code, const std::string& message) {
+  err_ << "tlbfleet: " << message << '\n' << std::flush;
+  return code;
+}
+
+int Commands::RpcFailure(const grpc::Status& status, const std::string& run_id) {
+  return Error(ExitCodeForStatus(status.error_code()),
+               RpcErrorMessage(status, client_.address(), run_id));
+}
+
+int Commands::Submit(const std::string& file) {
+  const bool from_stdin = file == "-";
+  absl::StatusOr<std::string> spec = ReadFile(from_stdin ? "/dev/stdin" : file);
+  if (!spec.ok()) {
+    std::string reason(spec.status().message());  // "<path>: <strerror>"
+    return Error(kExitUsage, "cannot read run spec: " + reason);
+  }
+  v1::SubmitRunRequest request;
+  request.set_spec_yaml(*std::move(spec));
+  request.set_source_name(from_stdin ? "<stdin>" : file);
+  v1::SubmitRunResponse response;
+  grpc::Status status = client_.SubmitRun(request, &response);
+  if (!status.ok()) return RpcFailure(status, "");
+  out_ << fmt::format("submitted run {} ({} job{})\n", response.run_id(), response.jobs(),
+                      response.jobs() == 1 ? "" : "s")
+       << response.run_id() << '\n';
+  return kExitOk;
+}
+
+int Commands::Runs(uint32_t limit, OutputFormat format) {
+  v1::ListRunsResponse response;
+  grpc::Status status = client_.ListRuns(limit, &response);
+  if (!status.ok()) return RpcFailure(status, "");
+  out_ << (format == OutputFormat::kJson ? ToJson(response) : FormatRunsTable(response));
+  return kExitOk;
+}
+
+int Commands::ShowRun(const std::string& run_id, OutputFormat format) {
+  v1::Run run;
+  grpc::Status status = client_.GetRun(run_id, &run);
+  if (!status.ok()) return RpcFailure(status, run_id);
+  out_ << (format == OutputFormat::kJson ? ToJson(run) : FormatRunDetails(run));
+  return kExitOk;
+}
+
+int Commands::Wait(const std::string& run_id, const WaitOptions& options) {
+  const bool has_deadline = options.timeout.count() > 0;
+  const Clock::TimePoint deadline = clock_.Now() + options.timeout;
+  ProgressReporter progress(err_, err_is_tty_);
+  bool answered_once = false;
+  bool in_outage = false;  // GetRun failed transiently since outage_since
+  Clock::TimePoint outage_since{};
+  v1::Run run;
+
+  while (true) {
+    grpc::Status status = client_.GetRun(run_id, &run);
+    if (!status.ok()) {
+      const bool transient = ExitCodeForStatus(status.error_code()) == kExitUnreachable;
+      if (!answered_once || !transient) {
+        progress.Finish();
+        return RpcFailure(status, run_id);
+      }
+      if (!in_outage) {
+        in_outage = true;
+        outage_since = clock_.Now();
+        if (!options.quiet) {
+          progress.Note(fmt::format("run {}: controller unreachable, retrying", run_id));
+        }
+      }
+      if (clock_.Now() - outage_since >= options.outage_grace) {
+        progress.Finish();
+        return RpcFailure(status, run_id);
+      }
+    } else {
+      answered_once = true;
+      in_outage = false;
+      if (!options.quiet) progress.Update(run);
+      if (IsTerminal(run.state())) {
+        progress.Finish();
+        if (run.state() == v1::RUN_STATE_SUCCEEDED) {
+          if (!options.quiet) {
+            err_ << fmt::format("run {} succeeded: {}/{} jobs done\n", run_id, JobsDone(run.jobs()),
+                                run.jobs().total());
+          }
+          return kExitOk;
+        }
+        return Error(ExitCodeForRunState(run.state()),
+                     fmt::format("run {} {}", run_id, DescribeEnd(run)));
+      }
+    }
+
+    // Never spin: a sub-millisecond --interval rounds to 0.
+    Clock::Duration sleep =
+        std::max<Clock::Duration>(options.poll_interval, std::chrono::milliseconds(10));
+    if (has_deadline) {
+      Clock::TimePoint now = clock_.Now();
+      if (now >= deadline) {
+        progress.Finish();
+        std::string where = answered_once
+                                ? fmt::format(" ({}, {}/{} jobs done)", RunStateName(run.state()),
+                                              JobsDone(run.jobs()), run.jobs().total())
+                                : "";
+        return Error(kExitTimeout, fmt::format("timed out after {:g} s waiting for run {}{}",
+                                               Seconds(options.timeout), run_id, where));
+      }
+      sleep = std::min(sleep, deadline - now);
+    }
+    clock_.SleepFor(sleep);
+  }
+}
+
+int Commands::Cancel(const std::string& run_id) {
+  v1::Run run;
+  grpc::Status status = client_.CancelRun(run_id, &run);
+  if (!status.ok()) return RpcFailure(status, run_id);
+  if (run.state() == v1::RUN_STATE_CANCELLED) {
+    out_ << fmt::format("run {} cancelled\n", run_id);
+  } else {
+    out_ << fmt::format("run {}: cancel requested (state: {})\n", run_id,
+                        RunStateName(run.state()));
+  }
+  return kExitOk;
+}
+
+int Commands::Hosts(OutputFormat format) {
+  v1::ListHostsResponse response;
+  grpc::Status status = client_.ListHosts(&response);
+  if (!status.ok()) return RpcFailure(status, "");
+  out_ << (format == OutputFormat::kJson ? ToJson(response) : FormatHostsTable(response));
+  return kExitOk;
+}
+
+int Commands::Results(const std::string& run_id, OutputFormat format) {
+  v1::GetResultsResponse response;
+  grpc::Status status = client_.GetResults(run_id, &response);
+  if (!status.ok()) return RpcFailure(status, run_id);
+  out_ << (format == OutputFormat::kJson ? ToJson(response) : FormatResultsCsv(response));
+  return kExitOk;
+}
+
+int Commands::Compare(const std::string& run_id, const std::string& baseline, OutputFormat format) {
+  v1::CompareResponse response;
+  grpc::Status status = client_.Compare(run_id, baseline, &response);
+  // An unknown baseline arm is INVALID_ARGUMENT (exit 2), so NOT_FOUND is about the run.
+  if (!status.ok()) return RpcFailure(status, run_id);
+  out_ << (format == OutputFormat::kJson ? ToJson(response.report())
+                                         : WithTrailingNewline(response.text()));
+  return kExitOk;
+}
+
+}  // namespace tlbfleet::cli

@@ -1,0 +1,60 @@
+#pragma once
+// The `tlbfleet` commands, one method each, independent of command-line parsing so tests can
+// run them against an in-process fake FleetService. Each returns the process exit code
+// (exit_codes.h) and writes results to `out`, progress and errors to `err`.
+
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "controller/cli/clock.h"
+#include "controller/cli/fleet_client.h"
+#include "grpcpp/support/status.h"
+
+namespace tlbfleet::cli {
+
+enum class OutputFormat { kText, kJson, kCsv };
+
+struct WaitOptions {
+  std::chrono::milliseconds timeout{0};  // 0 = wait for ever
+  std::chrono::milliseconds poll_interval{500};
+  bool quiet = false;  // no progress and no success line; errors are still printed
+  // How long `wait` rides out a controller that stopped answering (restart, network blip)
+  // after it has answered once, before giving up with exit code 4.
+  std::chrono::milliseconds outage_grace{30000};
+};
+
+// Not thread-safe. Every referenced object must outlive the Commands.
+class Commands {
+ public:
+  Commands(FleetClient& client, std::ostream& out, std::ostream& err, Clock& clock,
+           bool err_is_tty);
+
+  // Reads `file` ("-" = stdin) and submits it. Prints "submitted run 7 (12 jobs)" and then
+  // the run id alone on the last line of stdout.
+  int Submit(const std::string& file);
+  int Runs(uint32_t limit, OutputFormat format);
+  int ShowRun(const std::string& run_id, OutputFormat format);
+  // Polls the run until it is terminal: 0 succeeded, 1 failed/cancelled, 3 timeout.
+  int Wait(const std::string& run_id, const WaitOptions& options);
+  int Cancel(const std::string& run_id);
+  int Hosts(OutputFormat format);
+  int Results(const std::string& run_id, OutputFormat format);
+  // `baseline` empty = the controller's default (the spec's first arm).
+  int Compare(const std::string& run_id, const std::string& baseline, OutputFormat format);
+
+ private:
+  // Prints the RPC failure and returns its exit code. `run_id` names the run for NOT_FOUND.
+  int RpcFailure(const grpc::Status& status, const std::string& run_id);
+  // Prints "tlbfleet: <message>" and returns `code`.
+  int Error(int code, const std::string& message);
+
+  FleetClient& client_;
+  std::ostream& out_;
+  std::ostream& err_;
+  Clock& clock_;
+  const bool err_is_tty_;
+};
+
+}  // namespace tlbfleet::cli

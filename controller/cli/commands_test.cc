@@ -1,0 +1,274 @@
+#include "controller/cli/commands.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "controller/cli/exit_codes.h"
+#include "controller/cli/fake_fleet_for_test.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::cli {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+namespace v1 = tlbfleet::v1;
+
+v1::Run MakeRun(v1::RunState state, uint32_t total, uint32_t succeeded, uint32_t running) {
+  v1::Run run;
+  run.set_id("7");
+  run.set_state(state);
+  run.mutable_jobs()->set_total(total);
+  run.mutable_jobs()->set_succeeded(succeeded);
+  run.mutable_jobs()->set_running(running);
+  run.mutable_jobs()->set_queued(total - succeeded - running);
+  return run;
+}
+
+FakeFleet::RunReply Ok(v1::Run run) { return {grpc::Status::OK, std::move(run)}; }
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  CommandsTest() : CommandsTest("") {}
+  // `address` empty: the fake controller's (members are built before this body runs).
+  explicit CommandsTest(const std::string& address) {
+    FleetClientOptions options;
+    options.address = address.empty() ? fleet_.address() : address;
+    options.connect_timeout = std::chrono::milliseconds(2000);
+    options.rpc_timeout = std::chrono::milliseconds(5000);
+    client_ = FleetClient::Create(options);
+    commands_ = std::make_unique<Commands>(*client_, out_, err_, clock_, /*err_is_tty=*/false);
+  }
+
+  std::string WriteTempFile(const std::string& name, const std::string& contents) {
+    std::string path = ::testing::TempDir() + "/" + name;
+    std::ofstream(path) << contents;
+    return path;
+  }
+
+  FakeFleet fleet_;
+  FakeClock clock_;
+  std::ostringstream out_, err_;
+  std::unique_ptr<FleetClient> client_;
+  std::unique_ptr<Commands> commands_;
+};
+
+TEST_F(CommandsTest, SubmitPrintsRunIdAloneOnLastLine) {
+  v1::SubmitRunResponse response;
+  response.set_run_id("7");
+  response.set_jobs(12);
+  fleet_.SetSubmitResponse(response);
+  std::string path = WriteTempFile("spec.yaml", "name: nightly\nbenchmark: ebizzy\n");
+
+  EXPECT_EQ(commands_->Submit(path), kExitOk);
+  EXPECT_EQ(out_.str(), "submitted run 7 (12 jobs)\n7\n");
+  EXPECT_EQ(fleet_.last_submit().spec_yaml(), "name: nightly\nbenchmark: ebizzy\n");
+  EXPECT_EQ(fleet_.last_submit().source_name(), path);
+}
+
+TEST_F(CommandsTest, SubmitUnreadableFileIsUsageErrorWithoutRpc) {
+  EXPECT_EQ(commands_->Submit("/nonexistent/spec.yaml"), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "tlbfleet: cannot read run spec: /nonexistent/spec.yaml: No such file or directory\n");
+  EXPECT_EQ(fleet_.last_submit().source_name(), "");
+}
+
+TEST_F(CommandsTest, SubmitRejectedSpecPrintsControllerMessage) {
+  fleet_.SetStatus(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "spec.yaml: arms[1].ceiling: \"x\" is not a page count"));
+  std::string path = WriteTempFile("bad.yaml", "arms: []\n");
+  EXPECT_EQ(commands_->Submit(path), kExitUsage);
+  EXPECT_EQ(err_.str(), "tlbfleet: spec.yaml: arms[1].ceiling: \"x\" is not a page count\n");
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(CommandsTest, RunsTextAndJson) {
+  v1::ListRunsResponse runs;
+  *runs.add_runs() = MakeRun(v1::RUN_STATE_RUNNING, 12, 5, 1);
+  fleet_.SetRuns(runs);
+  EXPECT_EQ(commands_->Runs(5, OutputFormat::kText), kExitOk);
+  EXPECT_EQ(fleet_.last_limit(), 5u);
+  EXPECT_THAT(out_.str(), HasSubstr("running  5/12"));
+  out_.str("");
+  EXPECT_EQ(commands_->Runs(5, OutputFormat::kJson), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("\"state\": \"RUN_STATE_RUNNING\""));
+}
+
+TEST_F(CommandsTest, UnknownRunIsNotFound) {
+  fleet_.SetStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "no run 99"));
+  EXPECT_EQ(commands_->ShowRun("99", OutputFormat::kText), kExitFailed);
+  EXPECT_EQ(err_.str(), "tlbfleet: run 99 not found\n");
+}
+
+TEST_F(CommandsTest, WaitReportsProgressAndSucceeds) {
+  fleet_.ScriptGetRun(
+      {Ok(MakeRun(v1::RUN_STATE_QUEUED, 2, 0, 0)), Ok(MakeRun(v1::RUN_STATE_RUNNING, 2, 0, 1)),
+       Ok(MakeRun(v1::RUN_STATE_RUNNING, 2, 0, 1)), Ok(MakeRun(v1::RUN_STATE_RUNNING, 2, 1, 1)),
+       Ok(MakeRun(v1::RUN_STATE_SUCCEEDED, 2, 2, 0))});
+  EXPECT_EQ(commands_->Wait("7", WaitOptions()), kExitOk);
+  EXPECT_EQ(err_.str(),
+            "run 7: 0/2 jobs done, 0 running\n"
+            "run 7: 0/2 jobs done, 1 running\n"
+            "run 7: 1/2 jobs done, 1 running\n"
+            "run 7: 2/2 jobs done, 0 running\n"
+            "run 7 succeeded: 2/2 jobs done\n");
+  EXPECT_EQ(clock_.slept(), std::chrono::milliseconds(2000));  // 4 polls * 0.5 s
+}
+
+TEST_F(CommandsTest, WaitQuietPrintsNothingOnSuccess) {
+  fleet_.ScriptGetRun({Ok(MakeRun(v1::RUN_STATE_SUCCEEDED, 1, 1, 0))});
+  WaitOptions options;
+  options.quiet = true;
+  EXPECT_EQ(commands_->Wait("7", options), kExitOk);
+  EXPECT_EQ(err_.str(), "");
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(CommandsTest, WaitFailedRunPrintsErrorAndExitsOne) {
+  v1::Run failed = MakeRun(v1::RUN_STATE_FAILED, 2, 1, 0);
+  failed.mutable_jobs()->set_failed(1);
+  failed.set_error("job 2 on ci-runner: ceiling not writable: kernel lockdown (integrity)");
+  fleet_.ScriptGetRun({Ok(failed)});
+  WaitOptions options;
+  options.quiet = true;
+  EXPECT_EQ(commands_->Wait("7", options), kExitFailed);
+  EXPECT_EQ(err_.str(),
+            "tlbfleet: run 7 failed: job 2 on ci-runner: ceiling not writable: kernel lockdown "
+            "(integrity)\n");
+}
+
+TEST_F(CommandsTest, WaitCancelledRunExitsOne) {
+  fleet_.ScriptGetRun({Ok(MakeRun(v1::RUN_STATE_CANCELLED, 2, 0, 0))});
+  WaitOptions options;
+  options.quiet = true;
+  EXPECT_EQ(commands_->Wait("7", options), kExitFailed);
+  EXPECT_EQ(err_.str(), "tlbfleet: run 7 cancelled\n");
+}
+
+TEST_F(CommandsTest, WaitTimesOutWithExitThree) {
+  fleet_.ScriptGetRun({Ok(MakeRun(v1::RUN_STATE_RUNNING, 12, 5, 1))});
+  WaitOptions options;
+  options.timeout = std::chrono::milliseconds(2000);
+  options.quiet = true;
+  EXPECT_EQ(commands_->Wait("7", options), kExitTimeout);
+  EXPECT_EQ(err_.str(),
+            "tlbfleet: timed out after 2 s waiting for run 7 (running, 5/12 jobs done)\n");
+  EXPECT_EQ(clock_.slept(), std::chrono::milliseconds(2000));
+  EXPECT_EQ(fleet_.get_run_calls(), 5);  // at 0, 0.5, 1, 1.5 and 2 s
+}
+
+TEST_F(CommandsTest, WaitRidesOutShortControllerOutage) {
+  grpc::Status down(grpc::StatusCode::UNAVAILABLE, "Connection refused");
+  fleet_.ScriptGetRun({Ok(MakeRun(v1::RUN_STATE_RUNNING, 1, 0, 1)),
+                       {down, {}},
+                       {down, {}},
+                       Ok(MakeRun(v1::RUN_STATE_SUCCEEDED, 1, 1, 0))});
+  EXPECT_EQ(commands_->Wait("7", WaitOptions()), kExitOk);
+  EXPECT_THAT(err_.str(), HasSubstr("run 7: controller unreachable, retrying\n"));
+  EXPECT_THAT(err_.str(), EndsWith("run 7 succeeded: 1/1 jobs done\n"));
+}
+
+TEST_F(CommandsTest, WaitGivesUpAfterOutageGrace) {
+  grpc::Status down(grpc::StatusCode::UNAVAILABLE, "Connection refused");
+  fleet_.ScriptGetRun({Ok(MakeRun(v1::RUN_STATE_RUNNING, 1, 0, 1)), {down, {}}});
+  WaitOptions options;
+  options.outage_grace = std::chrono::milliseconds(1000);
+  options.quiet = true;
+  EXPECT_EQ(commands_->Wait("7", options), kExitUnreachable);
+  EXPECT_THAT(err_.str(), HasSubstr("tlbfleet: cannot reach controller at 127.0.0.1:"));
+}
+
+TEST_F(CommandsTest, WaitUnknownRun) {
+  fleet_.ScriptGetRun({{grpc::Status(grpc::StatusCode::NOT_FOUND, ""), {}}});
+  EXPECT_EQ(commands_->Wait("99", WaitOptions()), kExitFailed);
+  EXPECT_EQ(err_.str(), "tlbfleet: run 99 not found\n");
+}
+
+TEST_F(CommandsTest, Cancel) {
+  fleet_.SetCancelled(MakeRun(v1::RUN_STATE_CANCELLED, 2, 0, 0));
+  EXPECT_EQ(commands_->Cancel("7"), kExitOk);
+  EXPECT_EQ(out_.str(), "run 7 cancelled\n");
+}
+
+TEST_F(CommandsTest, HostsJsonIsTheListHostsResponse) {
+  v1::ListHostsResponse hosts;
+  hosts.add_hosts()->mutable_info()->set_hostname("ivy1");
+  fleet_.SetHosts(hosts);
+  EXPECT_EQ(commands_->Hosts(OutputFormat::kJson), kExitOk);
+  EXPECT_THAT(out_.str(), StartsWith("{\n \"hosts\": ["));
+  EXPECT_THAT(out_.str(), HasSubstr("\"hostname\": \"ivy1\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"logical_cpus\": 0"));
+}
+
+TEST_F(CommandsTest, ResultsCsv) {
+  v1::GetResultsResponse results;
+  auto* sample = results.add_samples();
+  sample->set_run_id("7");
+  sample->set_arm("a,b");
+  sample->set_value(2.5);
+  fleet_.SetResults(results);
+  EXPECT_EQ(commands_->Results("7", OutputFormat::kCsv), kExitOk);
+  EXPECT_THAT(out_.str(), StartsWith("run_id,job_id,arm,"));
+  EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,\n"));
+}
+
+TEST_F(CommandsTest, CompareTextAndJson) {
+  v1::CompareResponse response;
+  response.set_text("ebizzy\n          base   c1");
+  response.mutable_report()->add_arms("base");
+  fleet_.SetCompare(response);
+  EXPECT_EQ(commands_->Compare("7", "base", OutputFormat::kText), kExitOk);
+  EXPECT_EQ(out_.str(), "ebizzy\n          base   c1\n");
+  EXPECT_EQ(fleet_.last_compare().baseline(), "base");
+  out_.str("");
+  EXPECT_EQ(commands_->Compare("7", "", OutputFormat::kJson), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("\"arms\": [\n  \"base\"\n ]"));
+}
+
+class UnreachableTest : public CommandsTest {
+ protected:
+  UnreachableTest() : CommandsTest("unix:/nonexistent-tlbfleet-test/controller.sock") {}
+};
+
+TEST_F(UnreachableTest, OneClearLineAndExitFour) {
+  EXPECT_EQ(commands_->Runs(0, OutputFormat::kText), kExitUnreachable);
+  std::string err = err_.str();
+  EXPECT_THAT(err, StartsWith("tlbfleet: cannot reach controller at "
+                              "unix:/nonexistent-tlbfleet-test/controller.sock: "));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(out_.str(), "");
+}
+
+// A TCP listener that never accepts: the handshake never completes, so only the connect
+// (or call) deadline ends the wait.
+TEST(ConnectDeadlineTest, SilentListenerHitsDeadline) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+
+  FleetClientOptions options;
+  options.address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  options.connect_timeout = std::chrono::milliseconds(300);
+  options.rpc_timeout = std::chrono::milliseconds(300);
+  auto client = FleetClient::Create(options);
+  v1::ListHostsResponse hosts;
+  grpc::Status status = client->ListHosts(&hosts);
+  EXPECT_EQ(ExitCodeForStatus(status.error_code()), kExitUnreachable) << status.error_message();
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace tlbfleet::cli

@@ -1,0 +1,60 @@
+#pragma once
+// A FleetService client with the CLI's connection policy: connect once with a deadline, then
+// every RPC carries its own deadline and fails fast (no wait-for-ready) when the controller
+// goes away. Not thread-safe: one command, one thread.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/status.h"
+#include "tlbfleet/v1/fleet.grpc.pb.h"
+
+namespace tlbfleet::cli {
+
+struct FleetClientOptions {
+  std::string address = "127.0.0.1:7070";  // any gRPC target: host:port, unix:/path, dns:///...
+  std::chrono::milliseconds connect_timeout{5000};  // for the first connection
+  std::chrono::milliseconds rpc_timeout{30000};     // per call
+};
+
+class FleetClient {
+ public:
+  // Plain-text (insecure) channel to options.address. Does not connect yet.
+  static std::unique_ptr<FleetClient> Create(const FleetClientOptions& options);
+
+  FleetClient(std::shared_ptr<grpc::Channel> channel, const FleetClientOptions& options);
+
+  const std::string& address() const { return options_.address; }
+
+  // Each returns the RPC's status. Before the first call, waits up to connect_timeout for the
+  // channel to connect; UNAVAILABLE if it does not. A refused connection fails at once with
+  // gRPC's own message ("... Connection refused").
+  grpc::Status SubmitRun(const tlbfleet::v1::SubmitRunRequest& request,
+                         tlbfleet::v1::SubmitRunResponse* response);
+  grpc::Status GetRun(const std::string& run_id, tlbfleet::v1::Run* response);
+  grpc::Status ListRuns(uint32_t limit, tlbfleet::v1::ListRunsResponse* response);
+  grpc::Status CancelRun(const std::string& run_id, tlbfleet::v1::Run* response);
+  grpc::Status ListHosts(tlbfleet::v1::ListHostsResponse* response);
+  grpc::Status GetResults(const std::string& run_id, tlbfleet::v1::GetResultsResponse* response);
+  grpc::Status Compare(const std::string& run_id, const std::string& baseline,
+                       tlbfleet::v1::CompareResponse* response);
+
+ private:
+  // OK when the channel is ready, or when it already failed (the call then reports the
+  // transport error itself). UNAVAILABLE when still connecting at the deadline.
+  grpc::Status EnsureConnected();
+  void PrepareContext(grpc::ClientContext* context) const;
+
+  template <typename Request, typename Response, typename Method>
+  grpc::Status Call(Method method, const Request& request, Response* response);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<tlbfleet::v1::FleetService::Stub> stub_;
+  FleetClientOptions options_;
+  bool connect_attempted_ = false;
+};
+
+}  // namespace tlbfleet::cli

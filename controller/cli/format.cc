@@ -1,0 +1,263 @@
+#include "controller/cli/format.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace tlbfleet::cli {
+
+using tlbfleet::v1::Run;
+
+TextTable::TextTable(std::vector<std::string> headers)
+    : headers_(std::move(headers)), align_(headers_.size(), Align::kLeft) {}
+
+void TextTable::SetAlign(size_t column, Align align) {
+  if (column < align_.size()) align_[column] = align;
+}
+
+void TextTable::AddRow(std::vector<std::string> cells) {
+  cells.resize(headers_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string TextTable::Render() const {
+  std::vector<size_t> width(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  auto append_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) line += "  ";
+      size_t pad = width[c] - row[c].size();
+      if (align_[c] == Align::kRight) line.append(pad, ' ');
+      line += row[c];
+      if (align_[c] == Align::kLeft) line.append(pad, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  };
+  append_row(headers_);
+  for (const auto& row : rows_) append_row(row);
+  return out;
+}
+
+std::string CsvEscape(std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
+  std::string out;
+  out.reserve(field.size() + 2);
+  out += '"';
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string CsvRow(const std::vector<std::string>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) out += ',';
+    out += CsvEscape(fields[i]);
+  }
+  out += '\n';
+  return out;
+}
+
+std::string FormatDouble(double value) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  if (ec != std::errc()) return fmt::format("{}", value);
+  return std::string(buf, end);
+}
+
+std::string FormatUnixTime(int64_t unix_seconds) {
+  if (unix_seconds == 0) return "-";
+  time_t t = static_cast<time_t>(unix_seconds);
+  struct tm tm {};
+  if (gmtime_r(&t, &tm) == nullptr) return std::to_string(unix_seconds);
+  char buf[32];
+  size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(buf, n);
+}
+
+std::string RunStateName(tlbfleet::v1::RunState state) {
+  switch (state) {
+    case tlbfleet::v1::RUN_STATE_QUEUED:
+      return "queued";
+    case tlbfleet::v1::RUN_STATE_RUNNING:
+      return "running";
+    case tlbfleet::v1::RUN_STATE_SUCCEEDED:
+      return "succeeded";
+    case tlbfleet::v1::RUN_STATE_FAILED:
+      return "failed";
+    case tlbfleet::v1::RUN_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unspecified";
+  }
+}
+
+uint32_t JobsDone(const tlbfleet::v1::JobCounts& jobs) {
+  return jobs.succeeded() + jobs.failed() + jobs.cancelled();
+}
+
+namespace {
+
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string DescribeArms(const tlbfleet::v1::RunSpec& spec) {
+  std::string out;
+  for (const auto& arm : spec.arms()) {
+    if (!out.empty()) out += ", ";
+    out += arm.name();
+    if (!arm.ceiling().empty()) out += fmt::format(" (ceiling {})", arm.ceiling());
+  }
+  return out;
+}
+
+std::string DescribeSweep(const tlbfleet::v1::SweepSpec& sweep) {
+  if (sweep.param().empty()) return "";
+  if (sweep.values_size() > 0) {
+    return fmt::format("{} = {}", sweep.param(), fmt::join(sweep.values(), ","));
+  }
+  return fmt::format("{} = {} {}..{}", sweep.param(), sweep.policy(), sweep.min(), sweep.max());
+}
+
+}  // namespace
+
+std::string FormatRunsTable(const tlbfleet::v1::ListRunsResponse& runs) {
+  TextTable table({"ID", "NAME", "BENCHMARK", "STATE", "JOBS", "CREATED"});
+  table.SetAlign(4, TextTable::Align::kRight);
+  for (const Run& run : runs.runs()) {
+    table.AddRow({run.id(), OrDash(run.spec().name()), OrDash(run.spec().benchmark()),
+                  RunStateName(run.state()),
+                  fmt::format("{}/{}", JobsDone(run.jobs()), run.jobs().total()),
+                  FormatUnixTime(run.created_unix())});
+  }
+  return table.Render();
+}
+
+std::string FormatRunDetails(const Run& run) {
+  const auto& jobs = run.jobs();
+  std::vector<std::pair<std::string, std::string>> lines = {
+      {"run", run.id()},
+      {"name", OrDash(run.spec().name())},
+      {"benchmark", OrDash(run.spec().benchmark())},
+      {"state", RunStateName(run.state())},
+      {"jobs", fmt::format("{}/{} done ({} succeeded, {} failed, {} cancelled), {} running, "
+                           "{} queued",
+                           JobsDone(jobs), jobs.total(), jobs.succeeded(), jobs.failed(),
+                           jobs.cancelled(), jobs.running(), jobs.queued())},
+      {"samples", std::to_string(run.samples())},
+  };
+  std::string arms = DescribeArms(run.spec());
+  if (!arms.empty()) lines.emplace_back("arms", arms);
+  std::string sweep = DescribeSweep(run.spec().sweep());
+  if (!sweep.empty()) lines.emplace_back("sweep", sweep);
+  if (run.spec().iterations() > 0) {
+    lines.emplace_back("iterations", std::to_string(run.spec().iterations()));
+  }
+  lines.emplace_back("created", FormatUnixTime(run.created_unix()));
+  lines.emplace_back("finished", FormatUnixTime(run.finished_unix()));
+  if (!run.error().empty()) lines.emplace_back("error", run.error());
+
+  size_t width = 0;
+  for (const auto& line : lines) width = std::max(width, line.first.size());
+  std::string out;
+  for (const auto& [key, value] : lines) {
+    out += fmt::format("{:<{}}{}\n", key + ":", width + 2, value);
+  }
+  return out;
+}
+
+std::string CeilingCell(const tlbfleet::v1::CeilingInfo& ceiling) {
+  if (!ceiling.writable()) {
+    std::string reason = ceiling.reason();
+    if (reason.empty() && !ceiling.lockdown().empty() && ceiling.lockdown() != "none") {
+      reason = fmt::format("kernel lockdown ({})", ceiling.lockdown());
+    }
+    if (reason.empty() && !ceiling.readable() && !ceiling.has_value()) return "-";
+    return reason.empty() ? "locked" : fmt::format("locked: {}", reason);
+  }
+  return ceiling.has_value() ? std::to_string(ceiling.value()) : "?";
+}
+
+std::string ShortAgentId(const std::string& agent_id) { return agent_id.substr(0, 8); }
+
+std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
+  TextTable table(
+      {"HOSTNAME", "AGENT", "MICROARCH", "CPUS", "KERNEL", "CEILING", "CONNECTED", "LEASE"});
+  table.SetAlign(3, TextTable::Align::kRight);
+  for (const auto& host : hosts.hosts()) {
+    const auto& info = host.info();
+    table.AddRow({OrDash(info.hostname()), OrDash(ShortAgentId(host.agent_id())),
+                  OrDash(info.cpu().microarch()), std::to_string(info.logical_cpus()),
+                  OrDash(info.kernel_release()), CeilingCell(info.ceiling()),
+                  host.connected() ? "yes" : "no", OrDash(host.current_lease())});
+  }
+  return table.Render();
+}
+
+std::string BetterName(tlbfleet::v1::Better better) {
+  switch (better) {
+    case tlbfleet::v1::BETTER_HIGHER:
+      return "higher";
+    case tlbfleet::v1::BETTER_LOWER:
+      return "lower";
+    default:
+      return "";
+  }
+}
+
+std::string ResultsCsvHeader() {
+  return "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
+         "host,boot_id,kernel_release,ceiling_applied,ceiling\n";
+}
+
+std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
+  return CsvRow({s.run_id(), std::to_string(s.job_id()), s.arm(), s.param_name(), s.param_value(),
+                 std::to_string(s.iteration()), s.metric(), s.series(), FormatDouble(s.value()),
+                 s.unit(), BetterName(s.better()), s.host(), s.boot_id(), s.kernel_release(),
+                 s.ceiling_applied() ? "true" : "false",
+                 s.ceiling_applied() ? std::to_string(s.ceiling()) : ""});
+}
+
+std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results) {
+  std::string out = ResultsCsvHeader();
+  for (const auto& sample : results.samples()) out += ResultsCsvRow(sample);
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) {
+    return fmt::format("{{\"error\": \"cannot convert {} to JSON\"}}\n",
+                       message.GetDescriptor()->full_name());
+  }
+  return WithTrailingNewline(std::move(out));
+}
+
+std::string WithTrailingNewline(std::string text) {
+  while (text.size() >= 2 && text[text.size() - 1] == '\n' && text[text.size() - 2] == '\n') {
+    text.pop_back();
+  }
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text;
+}
+
+}  // namespace tlbfleet::cli

@@ -1,0 +1,84 @@
+#pragma once
+// Pure formatting for the `tlbfleet` CLI: text tables, CSV, protobuf JSON. No I/O, no gRPC
+// calls, so every output shape is unit-tested (format_test.cc).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "google/protobuf/message.h"
+#include "tlbfleet/v1/fleet.pb.h"
+
+namespace tlbfleet::cli {
+
+// A plain-text table: a header row and data rows, columns padded to their widest cell and
+// separated by two spaces. Trailing spaces are trimmed. Not thread-safe.
+class TextTable {
+ public:
+  enum class Align { kLeft, kRight };
+
+  // One header per column; every row added later must have the same number of cells.
+  explicit TextTable(std::vector<std::string> headers);
+
+  // Default: every column left-aligned.
+  void SetAlign(size_t column, Align align);
+  void AddRow(std::vector<std::string> cells);
+  // Rows end with '\n'. With no rows, only the header line is printed.
+  std::string Render() const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<Align> align_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// RFC 4180 quoting: a field containing a comma, a double quote, CR or LF is wrapped in double
+// quotes and its quotes are doubled; any other field is returned unchanged.
+std::string CsvEscape(std::string_view field);
+// The escaped fields joined by commas, terminated by '\n'.
+std::string CsvRow(const std::vector<std::string>& fields);
+
+// The shortest decimal form that parses back to exactly `value` ("1.5", "1e+20", "nan").
+std::string FormatDouble(double value);
+
+// UTC, RFC 3339: "2026-11-29T22:50:01Z"; "-" for 0 (never set).
+std::string FormatUnixTime(int64_t unix_seconds);
+
+// "queued", "running", "succeeded", "failed", "cancelled", "unspecified".
+std::string RunStateName(tlbfleet::v1::RunState state);
+// succeeded + failed + cancelled: jobs that will not run again.
+uint32_t JobsDone(const tlbfleet::v1::JobCounts& jobs);
+
+// The `runs` table: ID NAME BENCHMARK STATE JOBS CREATED (JOBS = done/total).
+std::string FormatRunsTable(const tlbfleet::v1::ListRunsResponse& runs);
+// The `run` details: one "key: value" line per field, error last when present.
+std::string FormatRunDetails(const tlbfleet::v1::Run& run);
+
+// The CEILING cell of the hosts table: the value when the ceiling is writable,
+// "locked: <reason>" when it is not, "-" when the agent has not said.
+std::string CeilingCell(const tlbfleet::v1::CeilingInfo& ceiling);
+// The first 8 characters of an agent id (enough to tell agents apart on screen).
+std::string ShortAgentId(const std::string& agent_id);
+// The `hosts` table: HOSTNAME AGENT MICROARCH CPUS KERNEL CEILING CONNECTED LEASE.
+std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts);
+
+// The header line of `results --format csv`.
+std::string ResultsCsvHeader();
+// One CSV line per sample, in the column order of ResultsCsvHeader().
+std::string ResultsCsvRow(const tlbfleet::v1::Sample& sample);
+// Header plus every sample.
+std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results);
+
+// "higher", "lower" or "" (unspecified).
+std::string BetterName(tlbfleet::v1::Better better);
+
+// Protobuf's JSON mapping, pretty-printed, proto field names (snake_case), default-valued
+// fields included so scripts can rely on every key. Ends with '\n'. On a serialisation
+// error (not expected for our messages) returns a JSON object {"error": "..."}.
+std::string ToJson(const google::protobuf::Message& message);
+
+// Makes sure text printed to a terminal ends with exactly one newline ("" stays "").
+std::string WithTrailingNewline(std::string text);
+
+}  // namespace tlbfleet::cli

@@ -1,0 +1,202 @@
+#include "controller/cli/format.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(CsvEscapeTest, PlainFieldIsUnchanged) {
+  EXPECT_EQ(CsvEscape("ebizzy"), "ebizzy");
+  EXPECT_EQ(CsvEscape(""), "");
+  EXPECT_EQ(CsvEscape("6.1.0-13-amd64"), "6.1.0-13-amd64");
+}
+
+TEST(CsvEscapeTest, CommaQuoteAndNewlineAreQuoted) {
+  EXPECT_EQ(CsvEscape("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvEscape("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvEscape("line1\nline2"), "\"line1\nline2\"");
+  EXPECT_EQ(CsvEscape("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(CsvEscape("\""), "\"\"\"\"");
+}
+
+TEST(CsvRowTest, JoinsEscapedFields) { EXPECT_EQ(CsvRow({"a", "b,c", ""}), "a,\"b,c\",\n"); }
+
+TEST(FormatDoubleTest, ShortestRoundTrip) {
+  EXPECT_EQ(FormatDouble(1.5), "1.5");
+  EXPECT_EQ(FormatDouble(12345), "12345");
+  EXPECT_EQ(FormatDouble(0.1), "0.1");
+  EXPECT_EQ(std::stod(FormatDouble(1.0 / 3.0)), 1.0 / 3.0);
+}
+
+TEST(FormatUnixTimeTest, UtcRfc3339) {
+  EXPECT_EQ(FormatUnixTime(0), "-");
+  EXPECT_EQ(FormatUnixTime(1700000000), "2023-11-14T22:13:20Z");
+}
+
+TEST(TextTableTest, PadsColumnsAndTrimsTrailingSpace) {
+  TextTable table({"ID", "NAME", "N"});
+  table.SetAlign(2, TextTable::Align::kRight);
+  table.AddRow({"7", "nightly", "5"});
+  table.AddRow({"12", "x", "100"});
+  EXPECT_EQ(table.Render(),
+            "ID  NAME       N\n"
+            "7   nightly    5\n"
+            "12  x        100\n");
+}
+
+TEST(TextTableTest, EmptyTablePrintsHeader) {
+  TextTable table({"A", "B"});
+  EXPECT_EQ(table.Render(), "A  B\n");
+}
+
+tlbfleet::v1::Run MakeRun() {
+  tlbfleet::v1::Run run;
+  run.set_id("7");
+  run.mutable_spec()->set_name("nightly");
+  run.mutable_spec()->set_benchmark("ebizzy");
+  run.set_state(tlbfleet::v1::RUN_STATE_RUNNING);
+  run.mutable_jobs()->set_total(12);
+  run.mutable_jobs()->set_succeeded(4);
+  run.mutable_jobs()->set_failed(1);
+  run.mutable_jobs()->set_running(1);
+  run.mutable_jobs()->set_queued(6);
+  run.set_created_unix(1700000000);
+  return run;
+}
+
+TEST(FormatRunsTableTest, OneRowPerRun) {
+  tlbfleet::v1::ListRunsResponse runs;
+  *runs.add_runs() = MakeRun();
+  EXPECT_EQ(FormatRunsTable(runs),
+            "ID  NAME     BENCHMARK  STATE    JOBS  CREATED\n"
+            "7   nightly  ebizzy     running  5/12  2023-11-14T22:13:20Z\n");
+}
+
+TEST(FormatRunDetailsTest, ShowsCountsAndError) {
+  tlbfleet::v1::Run run = MakeRun();
+  run.set_state(tlbfleet::v1::RUN_STATE_FAILED);
+  run.set_error("job 3: ceiling locked on host a");
+  auto* arm = run.mutable_spec()->add_arms();
+  arm->set_name("base");
+  arm->set_ceiling("default");
+  run.mutable_spec()->add_arms()->set_name("c1");
+  run.mutable_spec()->set_iterations(3);
+  std::string text = FormatRunDetails(run);
+  EXPECT_THAT(text, HasSubstr("state:      failed\n"));
+  EXPECT_THAT(text, HasSubstr("jobs:       5/12 done (4 succeeded, 1 failed, 0 cancelled), "
+                              "1 running, 6 queued\n"));
+  EXPECT_THAT(text, HasSubstr("arms:       base (ceiling default), c1\n"));
+  EXPECT_THAT(text, HasSubstr("iterations: 3\n"));
+  EXPECT_THAT(text, HasSubstr("finished:   -\n"));
+  EXPECT_THAT(text, HasSubstr("error:      job 3: ceiling locked on host a\n"));
+}
+
+TEST(CeilingCellTest, WritableShowsValue) {
+  tlbfleet::v1::CeilingInfo ceiling;
+  ceiling.set_readable(true);
+  ceiling.set_writable(true);
+  ceiling.set_has_value(true);
+  ceiling.set_value(33);
+  EXPECT_EQ(CeilingCell(ceiling), "33");
+}
+
+TEST(CeilingCellTest, LockedShowsReason) {
+  tlbfleet::v1::CeilingInfo ceiling;
+  ceiling.set_readable(true);
+  ceiling.set_has_value(true);
+  ceiling.set_value(33);
+  ceiling.set_reason("kernel lockdown (integrity)");
+  ceiling.set_lockdown("integrity");
+  EXPECT_EQ(CeilingCell(ceiling), "locked: kernel lockdown (integrity)");
+}
+
+TEST(CeilingCellTest, LockedWithoutReasonFallsBackToLockdownMode) {
+  tlbfleet::v1::CeilingInfo ceiling;
+  ceiling.set_lockdown("confidentiality");
+  EXPECT_EQ(CeilingCell(ceiling), "locked: kernel lockdown (confidentiality)");
+  EXPECT_EQ(CeilingCell(tlbfleet::v1::CeilingInfo()), "-");
+}
+
+TEST(FormatHostsTableTest, LockedDownHost) {
+  tlbfleet::v1::ListHostsResponse hosts;
+  auto* open = hosts.add_hosts();
+  open->set_agent_id("0123456789abcdef");
+  open->set_connected(true);
+  open->set_current_lease("lease-42");
+  open->mutable_info()->set_hostname("ivy1");
+  open->mutable_info()->set_kernel_release("6.1.0-13-amd64");
+  open->mutable_info()->set_logical_cpus(8);
+  open->mutable_info()->mutable_cpu()->set_microarch("IvyBridge");
+  open->mutable_info()->mutable_ceiling()->set_writable(true);
+  open->mutable_info()->mutable_ceiling()->set_has_value(true);
+  open->mutable_info()->mutable_ceiling()->set_value(33);
+
+  auto* locked = hosts.add_hosts();
+  locked->set_agent_id("fedcba98");
+  locked->mutable_info()->set_hostname("ci-runner");
+  locked->mutable_info()->set_kernel_release("6.1.0-13-amd64");
+  locked->mutable_info()->set_logical_cpus(2);
+  locked->mutable_info()->mutable_ceiling()->set_reason("kernel lockdown (integrity)");
+
+  EXPECT_EQ(FormatHostsTable(hosts),
+            "HOSTNAME   AGENT     MICROARCH  CPUS  KERNEL          CEILING                      "
+            "        CONNECTED  LEASE\n"
+            "ivy1       01234567  IvyBridge     8  6.1.0-13-amd64  33                           "
+            "        yes        lease-42\n"
+            "ci-runner  fedcba98  -             2  6.1.0-13-amd64  locked: kernel lockdown "
+            "(integrity)  no         -\n");
+}
+
+TEST(ResultsCsvTest, HeaderAndQuotedRow) {
+  tlbfleet::v1::GetResultsResponse results;
+  auto* s = results.add_samples();
+  s->set_run_id("7");
+  s->set_job_id(3);
+  s->set_arm("ceiling,1");
+  s->set_param_name("threads");
+  s->set_param_value("4");
+  s->set_iteration(2);
+  s->set_metric("records/s");
+  s->set_value(12345.5);
+  s->set_unit("ops \"per\" sec");
+  s->set_better(tlbfleet::v1::BETTER_HIGHER);
+  s->set_host("ivy1");
+  s->set_boot_id("b00t");
+  s->set_kernel_release("6.1.0");
+  s->set_ceiling_applied(true);
+  s->set_ceiling(1);
+  auto* t = results.add_samples();
+  t->set_run_id("7");
+  t->set_metric("latency");
+  t->set_series("thread0");
+  t->set_value(0.25);
+  t->set_better(tlbfleet::v1::BETTER_LOWER);
+
+  EXPECT_EQ(FormatResultsCsv(results),
+            "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
+            "host,boot_id,kernel_release,ceiling_applied,ceiling\n"
+            "7,3,\"ceiling,1\",threads,4,2,records/s,,12345.5,\"ops \"\"per\"\" sec\",higher,"
+            "ivy1,b00t,6.1.0,true,1\n"
+            "7,0,,,,0,latency,thread0,0.25,,lower,,,,false,\n");
+}
+
+TEST(ToJsonTest, ProtoFieldNamesAndDefaults) {
+  tlbfleet::v1::Run run = MakeRun();
+  std::string json = ToJson(run);
+  EXPECT_THAT(json, HasSubstr("\"created_unix\": \"1700000000\""));
+  EXPECT_THAT(json, HasSubstr("\"state\": \"RUN_STATE_RUNNING\""));
+  EXPECT_THAT(json, HasSubstr("\"cancelled\": 0"));  // defaults are printed
+  EXPECT_EQ(json.back(), '\n');
+}
+
+TEST(WithTrailingNewlineTest, ExactlyOne) {
+  EXPECT_EQ(WithTrailingNewline(""), "");
+  EXPECT_EQ(WithTrailingNewline("a"), "a\n");
+  EXPECT_EQ(WithTrailingNewline("a\n\n\n"), "a\n");
+}
+
+}  // namespace
+}  // namespace tlbfleet::cli

@@ -1,0 +1,40 @@
+#include "controller/cli/progress.h"
+
+#include "controller/cli/format.h"
+#include "fmt/format.h"
+
+namespace tlbfleet::cli {
+
+std::string ProgressText(const tlbfleet::v1::Run& run) {
+  const auto& jobs = run.jobs();
+  if (jobs.total() == 0) return fmt::format("run {}: {}", run.id(), RunStateName(run.state()));
+  std::string text = fmt::format("run {}: {}/{} jobs done, {} running", run.id(), JobsDone(jobs),
+                                 jobs.total(), jobs.running());
+  if (jobs.failed() > 0) text += fmt::format(", {} failed", jobs.failed());
+  if (jobs.cancelled() > 0) text += fmt::format(", {} cancelled", jobs.cancelled());
+  return text;
+}
+
+ProgressReporter::ProgressReporter(std::ostream& out, bool is_tty) : out_(out), is_tty_(is_tty) {}
+
+void ProgressReporter::Update(const tlbfleet::v1::Run& run) { Show(ProgressText(run)); }
+
+void ProgressReporter::Note(const std::string& text) { Show(text); }
+
+void ProgressReporter::Show(const std::string& text) {
+  if (text == last_) return;
+  last_ = text;
+  if (is_tty_) {
+    out_ << "\r\033[K" << text << std::flush;
+    line_open_ = true;
+  } else {
+    out_ << text << '\n' << std::flush;
+  }
+}
+
+void ProgressReporter::Finish() {
+  if (line_open_) out_ << '\n' << std::flush;
+  line_open_ = false;
+}
+
+}  // namespace tlbfleet::cli
