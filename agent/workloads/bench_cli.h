@@ -12,8 +12,21 @@
 // ("series" is omitted for the aggregate value.) Exit status: 0 on success, 2 on bad
 // arguments or parameters (message on stderr naming the parameter), 1 when the workload fails.
 
+#include <string>
+
+#include "agent/workloads/workload.h"
+
 namespace tlbfleet::workloads {
 
+// argv[0] is the program (or subcommand) name and argv[1] the workload; the workload must
+// be registered (call LinkAllWorkloads() first). Writes results to stdout, flushed after
+// every iteration, and errors to stderr. Never throws.
 int BenchMain(int argc, char** argv);
+
+// One --json line, without the trailing newline: keys in the order shown above, `iteration`
+// 1-based, "param" holding every resolved parameter (sorted by name), values as the
+// shortest decimal that reads back as the same double (non-finite values as null).
+std::string MeasurementJsonLine(const Measurement& measurement, int iteration,
+                                const Params& params);
 
 }  // namespace tlbfleet::workloads

@@ -68,6 +68,19 @@ class Params {
   std::map<std::string, std::string> values_;
 };
 
+// One flag of the classic tool's command line, mapped onto a schema parameter, so that
+// `tlbfleet-bench ebizzy -t 2 -m` means threads=2, mmap=always.
+struct ClassicFlag {
+  std::string flag;  // "-t"; short flags may be combined ("-mR") as with getopt
+  // "threads". Empty for a flag without a value that is accepted (and may be repeated, as
+  // in "-vvv") for compatibility, and ignored.
+  std::string param;
+  // Empty: the flag takes a value ("-t 2"). Otherwise the flag takes no value and sets
+  // `param` to this ("-m" sets mmap=always).
+  std::string fixed_value;
+  std::string help;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -91,15 +104,22 @@ class Workload {
   virtual int64_t TimeoutSeconds(const Params& params) const = 0;
 
   const ParamSpec* FindParam(std::string_view name) const;
+
+  // The classic tool's command-line flags, for tlbfleet-bench. Empty by default.
+  virtual const std::vector<ClassicFlag>& ClassicFlags() const;
 };
 
 // Checks `given` against the schema (unknown names, types, bounds) and fills defaults.
 // Error messages start with the parameter name: "threads: must be an integer in [1, 4096]...".
+// Values are stored in canonical spelling (ints in decimal, bools as "true"/"false") so that
+// equal settings compare equal whatever the user wrote.
 absl::StatusOr<Params> ResolveParams(const Workload& workload,
                                      const std::map<std::string, std::string>& given);
 
 // Registry of workloads by name. Registration happens at static-initialisation time via
 // REGISTER_WORKLOAD; a duplicate name aborts at start-up.
+// Thread-compatible: Add() runs during static initialisation only; afterwards the registry
+// is read-only and safe to use from any thread.
 class Registry {
  public:
   static Registry& Get();
@@ -110,6 +130,23 @@ class Registry {
  private:
   std::map<std::string, std::unique_ptr<Workload>, std::less<>> workloads_;
 };
+
+// Registers `Class` (default-constructible, derived from Workload) at static-initialisation
+// time. Use once per workload, at namespace scope inside tlbfleet::workloads, in the
+// workload's .cc file:
+//   REGISTER_WORKLOAD(Ebizzy);
+// It also defines `void LinkEbizzyWorkload()`, which LinkAllWorkloads() calls so that the
+// object file (and with it the registration) survives static linking. A new workload adds
+// its Link<Class>Workload() call to LinkAllWorkloads() in workload.cc.
+#define REGISTER_WORKLOAD(Class)                                           \
+  void Link##Class##Workload() {}                                          \
+  namespace {                                                              \
+  [[maybe_unused]] const bool kRegistered##Class = [] {                    \
+    ::tlbfleet::workloads::Registry::Get().Add(std::make_unique<Class>()); \
+    return true;                                                           \
+  }();                                                                     \
+  }                                                                        \
+  static_assert(true, "REGISTER_WORKLOAD needs a trailing semicolon")
 
 // Forces the linker to keep every workload's object file (static libraries drop unreferenced
 // objects, and with them their registrations). Call once before using the registry.
