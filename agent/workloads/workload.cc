@@ -14,6 +14,12 @@ namespace tlbfleet::workloads {
 
 // One Link<Class>Workload() per REGISTER_WORKLOAD in this library.
 void LinkEbizzyWorkload();
+void LinkTlbflushWorkload();
+void LinkHackbenchWorkload();
+void LinkPipetestWorkload();
+void LinkPftWorkload();
+void LinkNetperfWorkload();
+void LinkUsememWorkload();
 
 namespace {
 
@@ -171,6 +177,14 @@ std::vector<std::string> Registry::Names() const {
   return names;
 }
 
-void LinkAllWorkloads() { LinkEbizzyWorkload(); }
+void LinkAllWorkloads() {
+  LinkEbizzyWorkload();
+  LinkTlbflushWorkload();
+  LinkHackbenchWorkload();
+  LinkPipetestWorkload();
+  LinkPftWorkload();
+  LinkNetperfWorkload();
+  LinkUsememWorkload();
+}
 
 }  // namespace tlbfleet::workloads

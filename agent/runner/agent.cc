@@ -1,0 +1,566 @@
+#include "agent/runner/agent.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "agent/kernel/host_info.h"
+#include "agent/runner/agent_id.h"
+#include "agent/runner/backoff.h"
+#include "agent/runner/paths.h"
+#include "agent/runner/spool.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+#include "tlbfleet/v1/agent.grpc.pb.h"
+
+namespace tlbfleet::agent {
+namespace {
+
+using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>;
+
+// Keeps each SampleBatch far below gRPC's default 4 MiB message limit.
+constexpr int kSamplesPerBatch = 1000;
+
+std::string Ids(const v1::JobAssignment& a) {
+  return absl::StrCat("run=", a.run_id(), " job=", a.job_id(), " lease=", a.lease_id());
+}
+
+// "SUCCEEDED" rather than "JOB_STATUS_SUCCEEDED", for log lines.
+std::string StatusName(v1::JobStatus status) {
+  std::string name = v1::JobStatus_Name(status);
+  return name.rfind("JOB_STATUS_", 0) == 0 ? name.substr(11) : name;
+}
+
+v1::SpooledJob FailedRecord(const v1::JobAssignment& a, std::string error) {
+  v1::SpooledJob record;
+  *record.mutable_assignment() = a;
+  v1::JobComplete* c = record.mutable_complete();
+  c->set_lease_id(a.lease_id());
+  c->set_job_id(a.job_id());
+  c->set_status(v1::JOB_STATUS_FAILED);
+  c->set_error(std::move(error));
+  return record;
+}
+
+}  // namespace
+
+class Agent::Impl {
+ public:
+  Impl(AgentOptions options, std::string agent_id, Spool spool)
+      : options_(std::move(options)),
+        agent_id_(std::move(agent_id)),
+        spool_(std::move(spool)),
+        backoff_(options_.initial_backoff_seconds, options_.max_backoff_seconds) {}
+
+  ~Impl() {
+    std::unique_ptr<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      job = std::move(job_);
+      if (job != nullptr && !job->done) job->cancel->Cancel("agent destroyed");
+    }
+    if (job != nullptr && job->thread.joinable()) job->thread.join();
+  }
+
+  absl::Status Run();
+  void Shutdown(const std::string& reason);
+  State state() const {
+    absl::MutexLock lock(&mu_);
+    return state_;
+  }
+  const std::string& agent_id() const { return agent_id_; }
+
+ private:
+  // The current (or last) job. Owned by job_; its thread is joined before it is replaced.
+  struct Job {
+    v1::JobAssignment assignment;
+    std::unique_ptr<CancelToken> cancel = std::make_unique<CancelToken>();
+    std::thread thread;
+    bool done = false;       // guarded by mu_
+    bool abandoned = false;  // guarded by mu_; killed by Shutdown(): no result to report
+  };
+
+  absl::Status RunConnection(bool* welcomed);
+  void Handle(const v1::ControllerMessage& message, bool* welcomed);
+  void OnWelcome(const v1::Welcome& welcome);
+  void OnAssignment(const v1::JobAssignment& assignment);
+  void OnCancel(const v1::CancelJob& cancel);
+  void SenderLoop(grpc::ClientContext* ctx);
+  bool Send(const v1::AgentMessage& message);
+  bool SendRecord(const v1::SpooledJob& record);
+  void JobThread(Job* job, const HostContext& host);
+  // Spools `record` and queues it for sending; marks `job` (if any) done in the same step,
+  // so a controller that reacts to the completion finds the agent idle.
+  void FinishJob(const v1::SpooledJob& record, Job* job);
+  void DropLease(const std::string& lease_id, const std::string& why);
+  void UpdateStateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool JobRunningLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return job_ != nullptr && !job_->done;
+  }
+
+  const AgentOptions options_;
+  const std::string agent_id_;
+  const Spool spool_;
+  Backoff backoff_;  // used by Run() only
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled on any change below
+  // --- guarded by mu_ ---
+  State state_ ABSL_GUARDED_BY(mu_) = State::kRecovering;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = false;  // Welcome received on the current stream
+  bool conn_stop_ ABSL_GUARDED_BY(mu_) = false;  // the current stream is being torn down
+  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  unsigned heartbeat_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::HostInfo host_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> unsent_ ABSL_GUARDED_BY(mu_);  // finished leases to (re)send
+  // Records whose spool write failed (disk full?): sent from memory, lost on a crash.
+  std::map<std::string, v1::SpooledJob> unspooled_ ABSL_GUARDED_BY(mu_);
+
+  // --- guarded by write_mu_: gRPC allows one writer at a time ---
+  absl::Mutex write_mu_;
+  Stream* stream_ ABSL_GUARDED_BY(write_mu_) = nullptr;
+};
+
+const char* Agent::StateName(State state) {
+  switch (state) {
+    case State::kRecovering:
+      return "recovering";
+    case State::kConnecting:
+      return "connecting";
+    case State::kIdle:
+      return "idle";
+    case State::kRunning:
+      return "running";
+    case State::kStopping:
+      return "stopping";
+  }
+  return "?";
+}
+
+void Agent::Impl::UpdateStateLocked() {
+  State next = stopping_            ? State::kStopping
+               : !connected_        ? State::kConnecting
+               : JobRunningLocked() ? State::kRunning
+                                    : State::kIdle;
+  if (next == state_) return;
+  std::string lease = JobRunningLocked() ? job_->assignment.lease_id() : "";
+  spdlog::info("state {} -> {}{}{}", StateName(state_), StateName(next),
+               lease.empty() ? "" : " lease=", lease);
+  state_ = next;
+  cv_.SignalAll();
+}
+
+absl::Status Agent::Impl::Run() {
+  int attempt = 0;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      UpdateStateLocked();
+    }
+    ++attempt;
+    spdlog::info("connecting to {} (attempt {}) agent={}", options_.controller, attempt, agent_id_);
+    bool welcomed = false;
+    absl::Status status = RunConnection(&welcomed);
+    if (welcomed) {
+      backoff_.Reset();
+      attempt = 0;
+    }
+    absl::MutexLock lock(&mu_);
+    if (stopping_) break;
+    double delay = backoff_.NextDelaySeconds();
+    spdlog::warn("{} {}: {}; retrying in {:.2f} s",
+                 welcomed ? "lost the stream to" : "cannot connect to", options_.controller,
+                 std::string(status.message()), delay);
+    absl::Time until = absl::Now() + absl::Seconds(delay);
+    while (!stopping_ && absl::Now() < until) cv_.WaitWithDeadline(&mu_, until);
+  }
+
+  std::unique_ptr<Job> job;
+  {
+    absl::MutexLock lock(&mu_);
+    UpdateStateLocked();
+    job = std::move(job_);
+  }
+  if (job != nullptr && job->thread.joinable()) job->thread.join();
+  spdlog::info("stopped; {} lease(s) left in the spool for the next start",
+               spool_.LoadAll().size());
+  return absl::OkStatus();
+}
+
+void Agent::Impl::Shutdown(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  stopping_ = true;
+  spdlog::info("shutting down: {}", reason);
+  if (JobRunningLocked()) {
+    spdlog::info("killing workload {} {}", job_->assignment.benchmark(), Ids(job_->assignment));
+    job_->abandoned = true;
+    job_->cancel->Cancel(absl::StrCat("agent shutting down (", reason, ")"));
+  }
+  if (ctx_ != nullptr) ctx_->TryCancel();
+  UpdateStateLocked();
+  cv_.SignalAll();
+}
+
+absl::Status Agent::Impl::RunConnection(bool* welcomed) {
+  // Fresh every time: the ceiling's state (and after a reboot everything) may have changed.
+  absl::StatusOr<v1::HostInfo> host = CollectHostInfo(*options_.sysroot, options_.labels);
+  if (!host.ok()) return host.status();
+  // A new channel per attempt, so each attempt really dials instead of waiting out gRPC's
+  // own reconnect backoff inside an old channel.
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(options_.controller, grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::AgentService::Stub> stub = v1::AgentService::NewStub(channel);
+  grpc::ClientContext ctx;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::CancelledError("stopping");
+    host_ = *host;
+    ctx_ = &ctx;
+    conn_stop_ = false;
+  }
+  std::unique_ptr<Stream> stream = stub->Connect(&ctx);
+  {
+    absl::MutexLock lock(&write_mu_);
+    stream_ = stream.get();
+  }
+
+  v1::AgentMessage hello_message;
+  v1::Hello* hello = hello_message.mutable_hello();
+  hello->set_protocol_version(v1::PROTOCOL_VERSION_1);
+  hello->set_agent_id(agent_id_);
+  *hello->mutable_host() = *host;
+  for (const std::string& w : options_.workloads) hello->add_capabilities("workload:" + w);
+  std::set<std::string> spooled_ids;
+  for (const v1::SpooledLease& lease : Spool::Summarize(spool_.LoadAll())) {
+    spooled_ids.insert(lease.lease_id());
+    *hello->add_spooled() = lease;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [lease, record] : unspooled_) {
+      if (spooled_ids.count(lease) == 0) *hello->add_spooled() = Spool::Summarize({record})[0];
+    }
+  }
+
+  std::thread sender;
+  if (Send(hello_message)) {
+    sender = std::thread([this, &ctx] { SenderLoop(&ctx); });
+  }
+  v1::ControllerMessage message;
+  while (stream->Read(&message)) Handle(message, welcomed);
+
+  {
+    absl::MutexLock lock(&mu_);
+    conn_stop_ = true;
+    connected_ = false;
+    ctx_ = nullptr;
+    UpdateStateLocked();
+    cv_.SignalAll();
+  }
+  if (sender.joinable()) sender.join();
+  {
+    absl::MutexLock lock(&write_mu_);
+    stream_ = nullptr;
+  }
+  grpc::Status status = stream->Finish();
+  if (status.ok()) return absl::UnavailableError("the controller closed the stream");
+  return absl::UnavailableError(
+      absl::StrCat(status.error_message(), " (grpc code ", status.error_code(), ")"));
+}
+
+bool Agent::Impl::Send(const v1::AgentMessage& message) {
+  absl::MutexLock lock(&write_mu_);
+  return stream_ != nullptr && stream_->Write(message);
+}
+
+bool Agent::Impl::SendRecord(const v1::SpooledJob& record) {
+  const v1::JobAssignment& a = record.assignment();
+  for (int from = 0; from < record.samples_size(); from += kSamplesPerBatch) {
+    v1::AgentMessage message;
+    v1::SampleBatch* batch = message.mutable_samples();
+    batch->set_lease_id(a.lease_id());
+    batch->set_job_id(a.job_id());
+    int to = std::min(record.samples_size(), from + kSamplesPerBatch);
+    for (int i = from; i < to; ++i) *batch->add_samples() = record.samples(i);
+    if (!Send(message)) return false;
+  }
+  v1::AgentMessage message;
+  *message.mutable_complete() = record.complete();
+  if (!Send(message)) return false;
+  spdlog::info("sent {} sample(s) and completion {} {}", record.samples_size(),
+               StatusName(record.complete().status()), Ids(a));
+  return true;
+}
+
+// Per stream: waits for Welcome, then sends heartbeats and queued results. Ends when the
+// stream is torn down; a failed write cancels the stream so the reader ends too.
+void Agent::Impl::SenderLoop(grpc::ClientContext* ctx) {
+  const absl::Time welcome_deadline = absl::Now() + absl::Seconds(options_.welcome_timeout_seconds);
+  absl::Time next_heartbeat = absl::InfinitePast();
+  absl::MutexLock lock(&mu_);
+  while (!conn_stop_) {
+    if (!connected_) {
+      if (absl::Now() >= welcome_deadline) {
+        spdlog::warn("no Welcome from {} within {} s; dropping the stream", options_.controller,
+                     options_.welcome_timeout_seconds);
+        ctx->TryCancel();
+        return;
+      }
+      cv_.WaitWithDeadline(&mu_, welcome_deadline);
+      continue;
+    }
+    bool ok = true;
+    // The first heartbeat makes the controller dispatch to this agent, so the spool is
+    // replayed before it; later heartbeats interleave with resends.
+    const bool replaying = next_heartbeat == absl::InfinitePast() && !unsent_.empty();
+    if (absl::Now() >= next_heartbeat && !replaying) {
+      v1::AgentMessage message;
+      v1::Heartbeat* heartbeat = message.mutable_heartbeat();
+      heartbeat->set_state(JobRunningLocked() ? v1::AGENT_STATE_RUNNING : v1::AGENT_STATE_IDLE);
+      if (JobRunningLocked()) heartbeat->set_lease_id(job_->assignment.lease_id());
+      next_heartbeat = absl::Now() + absl::Seconds(heartbeat_seconds_);
+      mu_.Unlock();
+      ok = Send(message);
+      mu_.Lock();
+    } else if (!unsent_.empty()) {
+      std::string lease = unsent_.front();
+      unsent_.pop_front();
+      std::optional<v1::SpooledJob> record;
+      if (auto it = unspooled_.find(lease); it != unspooled_.end()) record = it->second;
+      mu_.Unlock();
+      if (!record.has_value()) {
+        absl::StatusOr<v1::SpooledJob> read = spool_.Read(lease);
+        if (read.ok()) {
+          record = *std::move(read);
+        } else if (!absl::IsNotFound(read.status())) {  // NOT_FOUND: acked meanwhile
+          spdlog::error("cannot resend lease={}: {}", lease, std::string(read.status().message()));
+        }
+      }
+      if (record.has_value()) ok = SendRecord(*record);
+      mu_.Lock();
+    } else {
+      cv_.WaitWithDeadline(&mu_, next_heartbeat);
+    }
+    if (!ok) {
+      spdlog::warn("write to {} failed; dropping the stream", options_.controller);
+      ctx->TryCancel();
+      return;
+    }
+  }
+}
+
+void Agent::Impl::Handle(const v1::ControllerMessage& message, bool* welcomed) {
+  switch (message.body_case()) {
+    case v1::ControllerMessage::kWelcome:
+      *welcomed = true;
+      OnWelcome(message.welcome());
+      break;
+    case v1::ControllerMessage::kReject:
+      spdlog::warn("controller {} rejected this agent: {}", options_.controller,
+                   message.reject().reason());
+      break;
+    case v1::ControllerMessage::kAssignment:
+      OnAssignment(message.assignment());
+      break;
+    case v1::ControllerMessage::kSampleAck: {
+      const v1::SampleAck& ack = message.sample_ack();
+      if (ack.rejected()) {
+        DropLease(ack.lease_id(), absl::StrCat("samples rejected: ", ack.reason()));
+      } else {
+        spdlog::debug("samples through seq {} stored lease={}", ack.through_seq(), ack.lease_id());
+      }
+      break;
+    }
+    case v1::ControllerMessage::kCompletionAck: {
+      const v1::CompletionAck& ack = message.completion_ack();
+      DropLease(ack.lease_id(), ack.rejected() ? absl::StrCat("completion rejected: ", ack.reason())
+                                               : std::string("completion acked"));
+      break;
+    }
+    case v1::ControllerMessage::kCancel:
+      OnCancel(message.cancel());
+      break;
+    case v1::ControllerMessage::BODY_NOT_SET:
+      spdlog::warn("ignoring an empty message from {}", options_.controller);
+      break;
+  }
+}
+
+void Agent::Impl::OnWelcome(const v1::Welcome& welcome) {
+  std::vector<v1::SpooledJob> spooled = spool_.LoadAll();
+  absl::MutexLock lock(&mu_);
+  connected_ = true;
+  heartbeat_seconds_ = welcome.heartbeat_seconds() > 0 ? welcome.heartbeat_seconds()
+                                                       : options_.default_heartbeat_seconds;
+  std::set<std::string> resend;
+  for (const v1::SpooledJob& job : spooled) resend.insert(job.assignment().lease_id());
+  for (const auto& [lease, record] : unspooled_) resend.insert(lease);
+  unsent_.assign(resend.begin(), resend.end());
+  spdlog::info(
+      "welcomed by controller {} version {} (heartbeat {} s, lease {} s); "
+      "resending {} finished lease(s)",
+      options_.controller, welcome.controller_version(), heartbeat_seconds_,
+      welcome.lease_seconds(), unsent_.size());
+  UpdateStateLocked();
+  cv_.SignalAll();
+}
+
+void Agent::Impl::OnAssignment(const v1::JobAssignment& a) {
+  std::string param =
+      a.param_name().empty() ? "" : absl::StrCat(" ", a.param_name(), "=", a.param_value());
+  spdlog::info("assignment {} arm={}{} iteration={} ceiling='{}' timeout={}s {}", a.benchmark(),
+               a.arm(), param, a.iteration(), a.ceiling(), a.timeout_seconds(), Ids(a));
+  if (!paths::ValidLeaseId(a.lease_id())) {
+    // Cannot be spooled under that name; answer at once.
+    std::string error = absl::StrCat("lease id '", a.lease_id(), "' is not usable by the agent");
+    spdlog::error("{} {}", error, Ids(a));
+    v1::AgentMessage message;
+    *message.mutable_complete() = FailedRecord(a, error).complete();
+    Send(message);
+    return;
+  }
+  std::optional<v1::SpooledJob> refusal;
+  std::unique_ptr<Job> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    if (JobRunningLocked() && job_->assignment.lease_id() == a.lease_id()) {
+      spdlog::info("lease already running; ignoring the repeated assignment {}", Ids(a));
+      return;
+    }
+    if (unspooled_.count(a.lease_id()) > 0 || spool_.Read(a.lease_id()).ok()) {
+      spdlog::info("lease already finished; resending its result {}", Ids(a));
+      unsent_.push_back(a.lease_id());
+      cv_.SignalAll();
+      return;
+    }
+    const auto& known = options_.workloads;
+    if (stopping_) {
+      refusal = FailedRecord(a, "agent is shutting down");
+    } else if (JobRunningLocked()) {
+      refusal =
+          FailedRecord(a, absl::StrCat("agent is busy with lease ", job_->assignment.lease_id()));
+    } else if (!known.empty() &&
+               std::find(known.begin(), known.end(), a.benchmark()) == known.end()) {
+      refusal = FailedRecord(
+          a, absl::StrCat("workload '", a.benchmark(), "' is not in this agent's catalogue (",
+                          absl::StrJoin(known, ", "), ")"));
+    } else {
+      previous = std::move(job_);
+      job_ = std::make_unique<Job>();
+      job_->assignment = a;
+      job_->thread = std::thread(&Impl::JobThread, this, job_.get(), HostContext{agent_id_, host_});
+      UpdateStateLocked();
+    }
+  }
+  if (previous != nullptr && previous->thread.joinable()) previous->thread.join();
+  if (refusal.has_value()) {
+    spdlog::warn("refusing: {} {}", refusal->complete().error(), Ids(a));
+    FinishJob(*refusal, nullptr);
+  }
+}
+
+void Agent::Impl::OnCancel(const v1::CancelJob& cancel) {
+  absl::MutexLock lock(&mu_);
+  if (JobRunningLocked() && job_->assignment.lease_id() == cancel.lease_id()) {
+    spdlog::info("cancelling workload {} ({}) {}", job_->assignment.benchmark(), cancel.reason(),
+                 Ids(job_->assignment));
+    job_->cancel->Cancel(absl::StrCat("cancelled by the controller: ", cancel.reason()));
+  } else {
+    spdlog::info("cancel of lease={} ignored: not running", cancel.lease_id());
+  }
+}
+
+void Agent::Impl::JobThread(Job* job, const HostContext& host) {
+  JobOptions options;
+  options.sysroot = options_.sysroot;
+  options.argv_for = options_.argv_for;
+  v1::SpooledJob record = RunJob(job->assignment, host, options, job->cancel.get());
+  {
+    // A job cut short because the agent stops is not a result: nothing is spooled, and
+    // the controller re-queues the job when the lease expires.
+    absl::MutexLock lock(&mu_);
+    if (job->abandoned) {
+      spdlog::info(
+          "job abandoned by shutdown after {:.2f}s; the controller re-queues it when "
+          "its lease expires {}",
+          record.complete().elapsed_seconds(), Ids(job->assignment));
+      job->done = true;
+      UpdateStateLocked();
+      return;
+    }
+  }
+  FinishJob(record, job);
+}
+
+void Agent::Impl::FinishJob(const v1::SpooledJob& record, Job* job) {
+  const v1::JobAssignment& a = record.assignment();
+  const v1::JobComplete& c = record.complete();
+  spdlog::info("job finished {} samples={} elapsed={:.2f}s{}{} {}", StatusName(c.status()),
+               c.sample_count(), c.elapsed_seconds(),
+               c.error().empty() ? "" : " error: ", c.error(), Ids(a));
+  absl::Status spooled = spool_.Write(record);
+  if (!spooled.ok()) {
+    spdlog::error("cannot spool the result (keeping it in memory only): {} {}",
+                  std::string(spooled.message()), Ids(a));
+  }
+  absl::MutexLock lock(&mu_);
+  if (!spooled.ok()) unspooled_[a.lease_id()] = record;
+  if (job != nullptr) job->done = true;
+  unsent_.push_back(a.lease_id());
+  UpdateStateLocked();
+  cv_.SignalAll();
+}
+
+void Agent::Impl::DropLease(const std::string& lease_id, const std::string& why) {
+  absl::Status removed = spool_.Remove(lease_id);
+  absl::MutexLock lock(&mu_);
+  unspooled_.erase(lease_id);
+  unsent_.erase(std::remove(unsent_.begin(), unsent_.end(), lease_id), unsent_.end());
+  if (removed.ok()) {
+    spdlog::info("{}; spool dropped lease={}", why, lease_id);
+  } else {
+    spdlog::error("{}; cannot delete spool: {} lease={}", why, std::string(removed.message()),
+                  lease_id);
+  }
+}
+
+// --- Agent -----------------------------------------------------------------------------------
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Agent::~Agent() = default;
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
+  if (options.controller.empty()) return absl::InvalidArgumentError("no controller address");
+  if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
+  if (options.sysroot == nullptr) return absl::InvalidArgumentError("no sysroot");
+  absl::StatusOr<std::string> id = LoadOrCreateAgentId(options.state_dir);
+  if (!id.ok()) return id.status();
+  absl::StatusOr<Spool> spool = Spool::Open(options.state_dir);
+  if (!spool.ok()) return spool.status();
+  std::vector<std::string> corrupt;
+  std::vector<v1::SpooledJob> spooled = spool->LoadAll(&corrupt);
+  for (const std::string& reason : corrupt) spdlog::error("corrupt spool record: {}", reason);
+  spdlog::info("agent {} recovering from {}: {} finished lease(s) in the spool, {} corrupt", *id,
+               options.state_dir, spooled.size(), corrupt.size());
+  return std::unique_ptr<Agent>(
+      new Agent(std::make_unique<Impl>(std::move(options), *id, *std::move(spool))));
+}
+
+absl::Status Agent::Run() { return impl_->Run(); }
+void Agent::Shutdown(const std::string& reason) { impl_->Shutdown(reason); }
+Agent::State Agent::state() const { return impl_->state(); }
+const std::string& Agent::agent_id() const { return impl_->agent_id(); }
+
+}  // namespace tlbfleet::agent

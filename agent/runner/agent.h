@@ -1,0 +1,74 @@
+#pragma once
+// The agent: holds one AgentService.Connect stream to the controller, runs the jobs it is
+// assigned, and never loses a finished job's result.
+//
+// States (one at a time, every change logged):
+//
+//   recovering ──► connecting ──Welcome──► idle ◄──job ends──► running
+//                      ▲                    │                    │
+//                      └──stream breaks─────┴────────────────────┘
+//   any ──Shutdown()──► stopping
+//
+// A job runs in its own thread and does not care about the stream: if the stream breaks
+// mid-job the workload keeps running, its result is spooled when it ends and resent after
+// the next Welcome. Every result goes to the spool before it is sent, and leaves it only
+// when the controller acks (or rejects) the completion.
+//
+// Thread-safe: Run() on one thread, Shutdown() and state() from any.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/kernel/sysroot.h"
+#include "agent/runner/job.h"
+
+namespace tlbfleet::agent {
+
+struct AgentOptions {
+  std::string controller;                     // "host:port"; required
+  std::string state_dir;                      // required; created if missing
+  const Sysroot* sysroot = nullptr;           // required; must outlive the Agent
+  std::map<std::string, std::string> labels;  // HostInfo.labels
+  // Workload names the agent advertises as "workload:<name>" and accepts. Empty: accept any
+  // benchmark and let the child reject unknown ones (tests).
+  std::vector<std::string> workloads;
+  double initial_backoff_seconds = 0.5;
+  double max_backoff_seconds = 30;
+  // Heartbeat period when Welcome.heartbeat_seconds is 0.
+  unsigned default_heartbeat_seconds = 10;
+  // A controller that accepts the stream but sends no Welcome within this is dropped.
+  unsigned welcome_timeout_seconds = 30;
+  ArgvBuilder argv_for = WorkloadArgv;
+};
+
+class Agent {
+ public:
+  enum class State { kRecovering, kConnecting, kIdle, kRunning, kStopping };
+  static const char* StateName(State state);
+
+  // Loads (or creates) the agent id and opens the spool, moving corrupt records aside.
+  static absl::StatusOr<std::unique_ptr<Agent>> Create(AgentOptions options);
+  ~Agent();
+
+  // Connects, reconnects with backoff, and serves the controller until Shutdown().
+  // Returns once the stream is closed and the job thread (if any) has ended.
+  absl::Status Run();
+
+  // Asynchronous and idempotent: kills a running workload's process group (the job is
+  // abandoned, not reported: its lease expires and the controller re-queues it), closes the
+  // stream, and makes Run() return. The spool is left as it is.
+  void Shutdown(const std::string& reason);
+
+  State state() const;
+  const std::string& agent_id() const;
+
+ private:
+  class Impl;
+  explicit Agent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tlbfleet::agent

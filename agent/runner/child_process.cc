@@ -1,0 +1,314 @@
+#include "agent/runner/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+
+extern char** environ;
+
+namespace tlbfleet::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long to keep reading after the child exited and its group was killed: only a process
+// that left the group (setsid) can still hold the pipes open, and it is not waited for.
+constexpr std::chrono::milliseconds kDrainAfterExit{2000};
+constexpr size_t kMaxStdoutBytes = 64 << 20;
+
+void CloseFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Splits stdout into lines as it arrives, bounding line length and total size.
+class LineCollector {
+ public:
+  LineCollector(const ChildSpec& spec, ChildResult& result) : spec_(spec), result_(result) {}
+
+  void Add(const char* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (data[i] == '\n') {
+        Flush();
+        continue;
+      }
+      if (partial_.size() < spec_.max_line_bytes) {
+        partial_.push_back(data[i]);
+      } else {
+        result_.stdout_truncated = true;
+      }
+    }
+  }
+
+  void Flush() {
+    if (total_ + partial_.size() > kMaxStdoutBytes) {
+      result_.stdout_truncated = true;
+    } else {
+      total_ += partial_.size();
+      result_.stdout_lines.push_back(std::move(partial_));
+    }
+    partial_.clear();
+  }
+
+  void Finish() {
+    if (!partial_.empty()) Flush();
+  }
+
+ private:
+  const ChildSpec& spec_;
+  ChildResult& result_;
+  std::string partial_;
+  size_t total_ = 0;
+};
+
+void AppendTail(std::string& tail, const char* data, size_t n, size_t keep) {
+  tail.append(data, n);
+  if (tail.size() > 2 * keep) tail.erase(0, tail.size() - keep);
+}
+
+// Runs in the child between fork and exec: async-signal-safe calls only, no allocation.
+[[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, int report_fd, char** argv,
+                            char** envp) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
+  int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  ::dup2(out_fd, STDOUT_FILENO);
+  ::dup2(err_fd, STDERR_FILENO);
+  // The agent blocks SIGTERM/SIGINT in every thread and gRPC ignores SIGPIPE; exec keeps
+  // both the mask and ignored dispositions, so reset them for the workload.
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &dfl, nullptr);
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+#ifdef CLOSE_RANGE_CLOEXEC
+  // Any descriptor another agent thread opened without O_CLOEXEC must not leak into the
+  // workload. CLOEXEC rather than close keeps report_fd until exec succeeds.
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+  ::execve(argv[0], argv, envp);
+  int err = errno;
+  ssize_t ignored = ::write(report_fd, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+}  // namespace
+
+CancelToken::CancelToken() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+CancelToken::~CancelToken() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void CancelToken::Cancel(std::string reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!cancelled_.load()) reason_ = std::move(reason);
+    cancelled_.store(true);
+  }
+  uint64_t one = 1;
+  ssize_t ignored = ::write(fd_, &one, sizeof one);
+  (void)ignored;
+}
+
+std::string CancelToken::reason() const {
+  absl::MutexLock lock(&mu_);
+  return reason_;
+}
+
+std::string ChildResult::Describe() const {
+  switch (outcome) {
+    case Outcome::kExited:
+      return absl::StrCat("exited with status ", exit_code);
+    case Outcome::kSignaled:
+      return absl::StrCat("killed by signal ", signal, " (", ::strsignal(signal), ")");
+    case Outcome::kTimedOut:
+      return "timed out";
+    case Outcome::kCancelled:
+      return "cancelled";
+  }
+  return "unknown outcome";
+}
+
+absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("RunChild: empty argv");
+
+  // Everything the child needs is built here, before fork.
+  std::vector<char*> argv;
+  for (const std::string& arg : spec.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  if (spec.env.empty()) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) envp.push_back(*e);
+  } else {
+    for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  }
+  envp.push_back(nullptr);
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(report, O_CLOEXEC) != 0) {
+    int e = errno;
+    for (int* p : {out, err, report}) {
+      CloseFd(p[0]);
+      CloseFd(p[1]);
+    }
+    return ErrnoStatus(e, "pipe2");
+  }
+
+  const pid_t parent = ::getpid();
+  const Clock::time_point start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) ExecChild(parent, out[1], err[1], report[1], argv.data(), envp.data());
+  int fork_err = errno;
+  CloseFd(out[1]);
+  CloseFd(err[1]);
+  CloseFd(report[1]);
+  if (pid < 0) {
+    CloseFd(out[0]);
+    CloseFd(err[0]);
+    CloseFd(report[0]);
+    return ErrnoStatus(fork_err, "fork");
+  }
+  // Also from the parent, so kill(-pid) is right even if we get there before the child ran.
+  ::setpgid(pid, pid);
+
+  // The report pipe closes on a successful exec, or carries exec's errno.
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(report[0], &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  CloseFd(report[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    CloseFd(out[0]);
+    CloseFd(err[0]);
+    return ErrnoStatus(exec_errno, absl::StrCat("exec ", spec.argv[0]));
+  }
+
+  ChildResult result;
+  LineCollector lines(spec, result);
+  // Without pidfd (kernel < 5.3) exit is noticed by polling waitpid every 50 ms.
+  // Via syscall(2): glibc 2.36's <sys/pidfd.h> lacks extern "C".
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const bool has_deadline = spec.timeout.count() > 0;
+  const Clock::time_point deadline = start + spec.timeout;
+  bool killed = false;  // we sent SIGKILL to the group
+  bool exited = false;  // the child is a zombie (or reaped)
+  bool reaped = false;
+  int wait_status = 0;
+  Clock::time_point drain_deadline{};
+  auto kill_group = [&] {
+    ::kill(-pid, SIGKILL);
+    killed = true;
+  };
+
+  while (out[0] >= 0 || err[0] >= 0 || !exited) {
+    Clock::time_point now = Clock::now();
+    if (!exited && !killed) {
+      if (cancel != nullptr && cancel->cancelled()) {
+        result.outcome = ChildResult::Outcome::kCancelled;
+        kill_group();
+      } else if (has_deadline && now >= deadline) {
+        result.outcome = ChildResult::Outcome::kTimedOut;
+        kill_group();
+      }
+    }
+    if (exited && now >= drain_deadline) break;
+
+    std::vector<pollfd> fds;
+    if (out[0] >= 0) fds.push_back({out[0], POLLIN, 0});
+    if (err[0] >= 0) fds.push_back({err[0], POLLIN, 0});
+    if (pidfd >= 0 && !exited) fds.push_back({pidfd, POLLIN, 0});
+    if (cancel != nullptr && !killed) fds.push_back({cancel->fd(), POLLIN, 0});
+
+    auto wait_until = Clock::time_point::max();
+    if (has_deadline && !killed && !exited) wait_until = deadline;
+    if (exited) wait_until = std::min(wait_until, drain_deadline);
+    int timeout_ms = -1;
+    if (wait_until != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - now);
+      timeout_ms = static_cast<int>(std::max<int64_t>(left.count() + 1, 0));
+    }
+    if (pidfd < 0 && !exited) timeout_ms = timeout_ms < 0 ? 50 : std::min(timeout_ms, 50);
+
+    int ready = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (ready < 0 && errno != EINTR) break;
+
+    char buf[16384];
+    for (const pollfd& p : fds) {
+      if (p.revents == 0) continue;
+      if (p.fd == out[0] || p.fd == err[0]) {
+        ssize_t got = ::read(p.fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          CloseFd(p.fd == out[0] ? out[0] : err[0]);
+          continue;
+        }
+        if (p.fd == out[0]) {
+          lines.Add(buf, static_cast<size_t>(got));
+        } else {
+          AppendTail(result.stderr_tail, buf, static_cast<size_t>(got), spec.stderr_tail_bytes);
+        }
+      }
+    }
+    if (!exited) {
+      bool gone = false;
+      if (pidfd >= 0) {
+        for (const pollfd& p : fds) gone |= (p.fd == pidfd && p.revents != 0);
+      } else {
+        pid_t w = ::waitpid(pid, &wait_status, WNOHANG);
+        if (w == pid) gone = reaped = true;
+      }
+      if (gone) {
+        exited = true;
+        // Stragglers in the group would keep the pipes open and the machine busy.
+        if (!reaped) ::kill(-pid, SIGKILL);
+        drain_deadline = Clock::now() + kDrainAfterExit;
+      }
+    }
+  }
+  CloseFd(out[0]);
+  CloseFd(err[0]);
+  CloseFd(pidfd);
+  if (!reaped) {
+    while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  lines.Finish();
+  result.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (result.stderr_tail.size() > spec.stderr_tail_bytes) {
+    result.stderr_tail.erase(0, result.stderr_tail.size() - spec.stderr_tail_bytes);
+  }
+  if (result.outcome == ChildResult::Outcome::kExited) {
+    if (WIFSIGNALED(wait_status)) {
+      result.outcome = ChildResult::Outcome::kSignaled;
+      result.signal = WTERMSIG(wait_status);
+    } else {
+      result.exit_code = WEXITSTATUS(wait_status);
+    }
+  }
+  return result;
+}
+
+}  // namespace tlbfleet::agent

@@ -1,0 +1,46 @@
+#pragma once
+// Runs one JobAssignment from start to end on this host:
+//   1. if the assignment names a ceiling: check the host can write it (fail fast if not),
+//      remember the current value, write the new one and verify it by reading it back;
+//   2. run the workload in a child process (see child_process.h) with the assignment's
+//      timeout;
+//   3. turn each JSON line of its output into a v1::Sample with full provenance;
+//   4. restore the original ceiling.
+// The result is the SpooledJob record the agent spools and sends. Nothing here talks to the
+// controller or touches the spool.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/kernel/sysroot.h"
+#include "agent/runner/child_process.h"
+#include "tlbfleet/v1/agent.pb.h"
+
+namespace tlbfleet::agent {
+
+// What the agent adds to every sample's provenance.
+struct HostContext {
+  std::string agent_id;
+  v1::HostInfo host;
+};
+
+using ArgvBuilder = std::function<std::vector<std::string>(const v1::JobAssignment&)>;
+
+// {"/proc/self/exe", "run-workload", <benchmark>, "--json", "--set", "k=v", ...}: the agent's
+// own binary in its hidden workload mode, parameters in sorted order.
+std::vector<std::string> WorkloadArgv(const v1::JobAssignment& assignment);
+
+struct JobOptions {
+  const Sysroot* sysroot = nullptr;     // required; where the ceiling lives
+  ArgvBuilder argv_for = WorkloadArgv;  // tests substitute /bin/sh scripts
+};
+
+// Never fails as a function: every problem is a non-SUCCEEDED JobComplete in the record,
+// with a reason an operator can act on. `cancel` may be null. The record's samples carry
+// seq 0..n-1; complete.sample_count is their number. Samples printed before a failure are
+// kept (the status tells the controller not to trust them blindly).
+v1::SpooledJob RunJob(const v1::JobAssignment& assignment, const HostContext& host,
+                      const JobOptions& options, CancelToken* cancel);
+
+}  // namespace tlbfleet::agent

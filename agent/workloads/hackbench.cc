@@ -1,0 +1,264 @@
+#include "agent/workloads/hackbench.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/workloads/workload_util.h"
+#include "common/files.h"
+
+namespace tlbfleet::workloads {
+namespace hackbench {
+namespace {
+
+// One receiver's channel: the sender side writes to out, the receiver reads from in.
+struct Channel {
+  int in = -1;
+  int out = -1;
+};
+
+void CloseChannels(std::vector<Channel>& channels) {
+  for (Channel& c : channels) {
+    if (c.in >= 0) ::close(c.in);
+    if (c.out >= 0) ::close(c.out);
+  }
+  channels.clear();
+}
+
+absl::StatusOr<Channel> MakeChannel(bool pipes) {
+  int fds[2];
+  const int rc =
+      pipes ? ::pipe2(fds, O_CLOEXEC) : ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+  if (rc != 0) {
+    return ErrnoStatus(errno, pipes ? "hackbench: pipe" : "hackbench: socketpair");
+  }
+  return Channel{fds[0], fds[1]};
+}
+
+// Returns false on an I/O error (or EOF before all data arrived).
+bool Send(const std::vector<int>& outs, int64_t loops, size_t datasize) {
+  std::vector<char> data(datasize, 's');
+  for (int64_t i = 0; i < loops; ++i) {
+    for (int fd : outs) {
+      for (size_t done = 0; done < datasize;) {
+        const ssize_t n = ::write(fd, data.data() + done, datasize - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+      }
+    }
+  }
+  return true;
+}
+
+bool Receive(int in, int64_t packets, size_t datasize) {
+  std::vector<char> data(datasize);
+  for (int64_t i = 0; i < packets; ++i) {
+    for (size_t done = 0; done < datasize;) {
+      const ssize_t n = ::read(in, data.data() + done, datasize - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<double> RunThreads(const Options& o) {
+  const int tasks = o.groups * o.fds * 2;
+  std::vector<Channel> channels;  // all groups; threads share the parent's descriptors
+  for (int i = 0; i < o.groups * o.fds; ++i) {
+    absl::StatusOr<Channel> c = MakeChannel(o.pipes);
+    if (!c.ok()) {
+      CloseChannels(channels);
+      return c.status();
+    }
+    channels.push_back(*c);
+  }
+  StartGate gate(tasks);
+  std::atomic<bool> abort{false};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  workers.reserve(tasks);
+  absl::Status status;
+  for (int g = 0; g < o.groups && status.ok(); ++g) {
+    std::vector<int> outs;
+    for (int i = 0; i < o.fds; ++i) outs.push_back(channels[g * o.fds + i].out);
+    for (int i = 0; i < 2 * o.fds && status.ok(); ++i) {
+      try {
+        if (i < o.fds) {
+          const int in = channels[g * o.fds + i].in;
+          workers.emplace_back([&, in] {
+            gate.Arrive();
+            if (!abort && !Receive(in, o.loops * o.fds, o.datasize)) failed = true;
+          });
+        } else {
+          workers.emplace_back([&, outs] {
+            gate.Arrive();
+            if (!abort && !Send(outs, o.loops, o.datasize)) failed = true;
+          });
+        }
+      } catch (const std::system_error& e) {
+        status = absl::ResourceExhaustedError(absl::StrCat(
+            "hackbench: cannot start thread ", workers.size() + 1, " of ", tasks, ": ", e.what()));
+      }
+    }
+  }
+  if (!status.ok()) {
+    abort = true;
+    gate.Open();
+  } else {
+    gate.WaitAllArrived();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  gate.Open();
+  for (std::thread& t : workers) t.join();
+  const double seconds = SecondsSince(start);
+  CloseChannels(channels);
+  if (!status.ok()) return status;
+  if (failed) return absl::InternalError("hackbench: a task failed to send or receive");
+  return seconds;
+}
+
+absl::StatusOr<double> RunProcesses(const Options& o) {
+  ChildGroup children;
+  for (int g = 0; g < o.groups; ++g) {
+    // Only this group's descriptors are open while its tasks fork, as in rt-tests.
+    std::vector<Channel> channels;
+    absl::Status status;
+    for (int i = 0; i < o.fds && status.ok(); ++i) {
+      absl::StatusOr<Channel> c = MakeChannel(o.pipes);
+      if (c.ok()) {
+        channels.push_back(*c);
+      } else {
+        status = c.status();
+      }
+    }
+    std::vector<int> outs;
+    for (const Channel& c : channels) outs.push_back(c.out);
+    for (int i = 0; i < o.fds && status.ok(); ++i) {
+      const int in = channels[i].in;
+      status = children.Spawn([&, in] { return Receive(in, o.loops * o.fds, o.datasize) ? 0 : 1; });
+    }
+    for (int i = 0; i < o.fds && status.ok(); ++i) {
+      status = children.Spawn([&] { return Send(outs, o.loops, o.datasize) ? 0 : 1; });
+    }
+    CloseChannels(channels);
+    if (!status.ok()) return status;  // ~ChildGroup kills the children already started
+  }
+  if (absl::Status s = children.WaitReady(); !s.ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
+  children.Go();
+  absl::Status s = children.Wait();
+  const double seconds = SecondsSince(start);
+  if (!s.ok()) return absl::InternalError(absl::StrCat("hackbench: ", s.message()));
+  return seconds;
+}
+
+}  // namespace
+
+Options OptionsFromParams(const Params& params) {
+  Options o;
+  o.groups = static_cast<int>(params.Int("groups"));
+  o.fds = static_cast<int>(params.Int("fds"));
+  o.loops = params.Int("loops");
+  o.datasize = static_cast<size_t>(params.Int("datasize"));
+  o.pipes = params.Str("ipc") == "pipe";
+  o.threads = params.Str("mode") == "threads";
+  return o;
+}
+
+absl::StatusOr<double> RunOnce(const Options& options) {
+  RaiseFileLimit();
+  return options.threads ? RunThreads(options) : RunProcesses(options);
+}
+
+}  // namespace hackbench
+
+// --- The registered workload -------------------------------------------------------------
+
+namespace {
+
+const MetricSpec kTime = {"time", "s", Better::kLower,
+                          "from the release of all tasks until the last has finished"};
+
+class Hackbench : public Workload {
+ public:
+  std::string_view Name() const override { return "hackbench"; }
+  std::string_view Description() const override {
+    return "hackbench: groups of senders and receivers exchanging messages over pipes or Unix "
+           "sockets, as threads or processes; measures scheduler and IPC cost";
+  }
+  const std::vector<ParamSpec>& Schema() const override { return schema_; }
+  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
+  std::string_view PrimaryMetric() const override { return kTime.name; }
+  const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+
+  absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
+    absl::StatusOr<double> seconds = hackbench::RunOnce(hackbench::OptionsFromParams(params));
+    if (!seconds.ok()) return seconds.status();
+    return std::vector<Measurement>{Measure(kTime, *seconds)};
+  }
+
+  std::string ClassicOutput(const Params& params,
+                            const std::vector<Measurement>& result) const override {
+    // rt-tests hackbench prints whole milliseconds, truncated.
+    const auto ms = static_cast<uint64_t>(FindValue(result, kTime.name) * 1000);
+    const int64_t groups = params.Int("groups");
+    const int64_t fds = params.Int("fds");
+    char time[64];
+    std::snprintf(time, sizeof time, "Time: %llu.%03llu\n",
+                  static_cast<unsigned long long>(ms / 1000),
+                  static_cast<unsigned long long>(ms % 1000));
+    return absl::StrCat("Running in ", params.Str("mode") == "threads" ? "threaded" : "process",
+                        " mode with ", groups, " groups using ", 2 * fds,
+                        " file descriptors each (== ", groups * 2 * fds, " tasks)\n",
+                        "Each sender will pass ", params.Int("loops"), " messages of ",
+                        params.Int("datasize"), " bytes\n", time);
+  }
+
+  int64_t TimeoutSeconds(const Params& params) const override {
+    // 50 us per message is slow even under TCG; the defaults send 400,000 messages.
+    const double messages = static_cast<double>(params.Int("groups")) * params.Int("fds") *
+                            params.Int("fds") * params.Int("loops");
+    const double bytes = messages * params.Int("datasize");
+    return 60 + static_cast<int64_t>(messages * 50e-6 + bytes / 50e6);
+  }
+
+ private:
+  const std::vector<ParamSpec> schema_ = {
+      IntParam("groups", "10", 1, 4096, "groups of senders and receivers"),
+      IntParam("fds", "20", 1, 1024, "senders (and receivers) per group"),
+      IntParam("loops", "100", 1, 1'000'000'000, "messages each sender sends to each receiver"),
+      IntParam("datasize", "100", 1, 1 << 20, "bytes per message"),
+      EnumParam("ipc", "socket", {"socket", "pipe"}, "Unix stream socket pairs or pipes"),
+      EnumParam("mode", "processes", {"processes", "threads"}, "tasks as processes or threads"),
+  };
+  const std::vector<MetricSpec> metrics_ = {kTime};
+  // rt-tests hackbench's options (-F/--fifo and --inherit-sched are not supported).
+  const std::vector<ClassicFlag> flags_ = {
+      {"-g,--groups", "groups", "", "number of groups of senders and receivers"},
+      {"-f,--fds", "fds", "", "number of file descriptors (senders) per group"},
+      {"-l,--loops", "loops", "", "how many messages each sender sends"},
+      {"-s,--datasize", "datasize", "", "message size in bytes"},
+      {"-p,--pipe", "ipc", "pipe", "use pipes instead of sockets"},
+      {"-T,--threads", "mode", "threads", "use threads"},
+      {"-P,--process", "mode", "processes", "use processes (the default)"},
+  };
+};
+
+}  // namespace
+
+REGISTER_WORKLOAD(Hackbench);
+
+}  // namespace tlbfleet::workloads

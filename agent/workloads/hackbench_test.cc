@@ -1,0 +1,115 @@
+#include "agent/workloads/hackbench.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/workloads/workload.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::workloads::hackbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+Options Tiny() {
+  Options o;
+  o.groups = 2;
+  o.fds = 3;
+  o.loops = 20;
+  return o;
+}
+
+TEST(HackbenchRunTest, EveryIpcAndModeRuns) {
+  for (bool pipes : {false, true}) {
+    for (bool threads : {false, true}) {
+      Options o = Tiny();
+      o.pipes = pipes;
+      o.threads = threads;
+      absl::StatusOr<double> seconds = RunOnce(o);
+      ASSERT_TRUE(seconds.ok()) << seconds.status() << " pipes=" << pipes << " threads=" << threads;
+      EXPECT_GT(*seconds, 0);
+      EXPECT_LT(*seconds, 30);
+    }
+  }
+}
+
+TEST(HackbenchRunTest, MessagesLargerThanAPipeBufferArriveWhole) {
+  Options o = Tiny();
+  o.pipes = true;
+  o.threads = true;
+  o.datasize = 200'000;
+  o.loops = 2;
+  absl::StatusOr<double> seconds = RunOnce(o);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+}
+
+// The median of several runs, so that one slow run on a busy machine does not decide.
+double MedianTime(Options o) {
+  std::vector<double> times;
+  for (int i = 0; i < 3; ++i) times.push_back(RunOnce(o).value());
+  std::sort(times.begin(), times.end());
+  return times[1];
+}
+
+TEST(HackbenchRunTest, TimeGrowsWithLoops) {
+  for (bool threads : {false, true}) {
+    Options o = Tiny();
+    o.threads = threads;
+    o.loops = 10;
+    const double few = MedianTime(o);
+    o.loops = 2000;
+    const double many = MedianTime(o);
+    EXPECT_GT(many, 5 * few) << "threads=" << threads;
+  }
+}
+
+const Workload& Hackbench() {
+  LinkAllWorkloads();
+  const Workload* w = Registry::Get().Find("hackbench");
+  EXPECT_NE(w, nullptr);
+  return *w;
+}
+
+TEST(HackbenchWorkloadTest, ReportsTimeAndClassicLines) {
+  const Workload& w = Hackbench();
+  Params params =
+      ResolveParams(w, {{"groups", "1"}, {"fds", "2"}, {"loops", "5"}, {"ipc", "pipe"}}).value();
+  absl::StatusOr<std::vector<Measurement>> result = w.Run(params);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->size(), 1u);
+  EXPECT_EQ((*result)[0].metric, "time");
+  EXPECT_EQ((*result)[0].better, Better::kLower);
+  EXPECT_GT((*result)[0].value, 0);
+  std::vector<Measurement> fixed = {{"time", "", 1.23456, "s", Better::kLower}};
+  EXPECT_EQ(w.ClassicOutput(params, fixed),
+            "Running in process mode with 1 groups using 4 file descriptors each (== 4 tasks)\n"
+            "Each sender will pass 5 messages of 100 bytes\n"
+            "Time: 1.234\n");
+  Params threaded = ResolveParams(w, {{"mode", "threads"}}).value();
+  EXPECT_THAT(w.ClassicOutput(threaded, fixed),
+              HasSubstr("threaded mode with 10 groups using 40 file descriptors each (== 400"));
+}
+
+TEST(HackbenchWorkloadTest, BadInputIsRefusedWithTheParameterNamed) {
+  const Workload& w = Hackbench();
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"groups", "0"},   {"groups", "4097"}, {"fds", "0"},    {"loops", "-1"},
+      {"datasize", "0"}, {"datasize", "-5"}, {"ipc", "fifo"}, {"mode", "fibers"},
+  };
+  for (const auto& [name, value] : bad) {
+    absl::StatusOr<Params> p = ResolveParams(w, {{name, value}});
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << name << "=" << value;
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(name + ":"));
+  }
+}
+
+TEST(HackbenchWorkloadTest, TimeoutCoversTheDefaults) {
+  const Workload& w = Hackbench();
+  EXPECT_GE(w.TimeoutSeconds(ResolveParams(w, {}).value()), 60);
+}
+
+}  // namespace
+}  // namespace tlbfleet::workloads::hackbench

@@ -1,0 +1,190 @@
+#include "agent/workloads/usemem.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/workloads/workload.h"
+#include "agent/workloads/workload_util.h"
+#include "common/files.h"
+
+namespace tlbfleet::workloads {
+namespace usemem {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+std::string ParentDir(const Options& options) {
+  if (!options.parent_dir.empty()) return options.parent_dir;
+  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && tmp[0] != '\0') return tmp;
+  if (::access("/var/tmp", W_OK) == 0) return "/var/tmp";
+  return "/tmp";
+}
+
+// Removes the directory and everything in it when it goes out of scope.
+class TempDir {
+ public:
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  absl::Status Create(const std::string& parent) {
+    std::string pattern = parent + "/tlbfleet-usemem-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return ErrnoStatus(errno, absl::StrCat("usemem: creating a directory in ", parent));
+    }
+    path_ = pattern;
+    return absl::OkStatus();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The child's work: map the file, read every word, check it is all zeros.
+int ReadSparse(const std::string& path, size_t bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 2;
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return 3;
+  const auto* words = static_cast<const uint64_t*>(p);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i) sum |= words[i];
+  ::munmap(p, bytes);
+  return sum == 0 ? 0 : 4;
+}
+
+}  // namespace
+
+absl::StatusOr<Result> RunOnce(const Options& options) {
+  const int n = options.processes;
+  const size_t total_pages = (options.size_mb << 20) / kPage;
+  const size_t pages_each = total_pages / n;
+  const std::string parent = ParentDir(options);
+  struct statfs fs;
+  if (::statfs(parent.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+    // tmpfs pages are not page cache that reclaim can drop: over RAM this is the OOM killer.
+    if (absl::Status s = CheckMemory(total_pages * kPage, "usemem on tmpfs"); !s.ok()) return s;
+  }
+  TempDir dir;
+  if (absl::Status s = dir.Create(parent); !s.ok()) return s;
+
+  std::vector<std::pair<std::string, size_t>> files;  // path, bytes
+  for (int i = 0; i < n; ++i) {
+    const size_t pages = i + 1 == n ? total_pages - pages_each * i : pages_each;
+    if (pages == 0) continue;
+    std::string path = absl::StrCat(dir.path(), "/file", i);
+    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return ErrnoStatus(errno, absl::StrCat("usemem: creating ", path));
+    const int rc = ::ftruncate(fd, static_cast<off_t>(pages * kPage));
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return ErrnoStatus(err, absl::StrCat("usemem: sizing ", path));
+    files.emplace_back(std::move(path), pages * kPage);
+  }
+
+  ChildGroup children;
+  Result result;
+  for (const auto& [path, bytes] : files) {
+    if (absl::Status s = children.Spawn([&] { return ReadSparse(path, bytes); }); !s.ok()) {
+      return s;
+    }
+    result.bytes += bytes;
+  }
+  if (absl::Status s = children.WaitReady(); !s.ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
+  children.Go();
+  absl::Status s = children.Wait();
+  result.seconds = SecondsSince(start);
+  if (!s.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "usemem: ", s.message(), " (2: open, 3: mmap, 4: read non-zero data from a sparse file)"));
+  }
+  return result;
+}
+
+}  // namespace usemem
+
+// --- The registered workload -------------------------------------------------------------
+
+namespace {
+
+const MetricSpec kMbPerSec = {"mb_per_sec", "MB/s", Better::kHigher,
+                              "MiB read by all processes per second of wall time"};
+const MetricSpec kElapsed = {"elapsed_seconds", "s", Better::kLower,
+                             "from the release of the processes until the last was reaped"};
+
+class Usemem : public Workload {
+ public:
+  std::string_view Name() const override { return "usemem"; }
+  std::string_view Description() const override {
+    return "usemem: processes map sparse files and read them, filling the page cache and "
+           "forcing reclaim";
+  }
+  const std::vector<ParamSpec>& Schema() const override { return schema_; }
+  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
+  std::string_view PrimaryMetric() const override { return kMbPerSec.name; }
+  const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+
+  absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
+    usemem::Options o;
+    o.processes = static_cast<int>(params.Int("processes"));
+    o.size_mb = static_cast<size_t>(params.Int("size_mb"));
+    absl::StatusOr<usemem::Result> r = usemem::RunOnce(o);
+    if (!r.ok()) return r.status();
+    const double seconds = r->seconds > 0 ? r->seconds : 1e-9;
+    return std::vector<Measurement>{
+        Measure(kMbPerSec, static_cast<double>(r->bytes) / (1 << 20) / seconds),
+        Measure(kElapsed, r->seconds)};
+  }
+
+  std::string ClassicOutput(const Params& params,
+                            const std::vector<Measurement>& result) const override {
+    // usemem's per-task line, for all processes together, then the throughput.
+    const double seconds = FindValue(result, kElapsed.name);
+    const double mb_per_sec = FindValue(result, kMbPerSec.name);
+    const auto bytes = static_cast<uint64_t>(params.Int("size_mb")) << 20;
+    char out[256];
+    std::snprintf(out, sizeof out, "%llu bytes / %llu usecs = %llu KB/s\n%.1f MB/s\n",
+                  static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(seconds * 1e6),
+                  static_cast<unsigned long long>(mb_per_sec * 1024), mb_per_sec);
+    return out;
+  }
+
+  int64_t TimeoutSeconds(const Params& params) const override {
+    // Reading page cache runs at GB/s natively; 50 MB/s is a slow emulated host.
+    return 60 + params.Int("size_mb") / 50;
+  }
+
+ private:
+  const std::vector<ParamSpec> schema_ = {
+      IntParam("processes", "1", 1, 4096, "reading processes, one sparse file each"),
+      IntParam("size_mb", "256", 1, 1 << 20, "MiB of sparse files in total, split evenly"),
+  };
+  const std::vector<MetricSpec> metrics_ = {kMbPerSec, kElapsed};
+  const std::vector<ClassicFlag> flags_ = {
+      {"-n", "processes", "", "number of processes"},
+  };
+};
+
+}  // namespace
+
+REGISTER_WORKLOAD(Usemem);
+
+}  // namespace tlbfleet::workloads
