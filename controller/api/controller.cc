@@ -45,10 +45,10 @@ v1::ControllerMessage Cancel(const std::string& lease_id, const std::string& rea
 
 }  // namespace
 
-bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why) {
-  auto fail = [&](std::string reason) {
+HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why) {
+  auto fail = [&](std::string reason, HostFit fit = HostFit::kSelectorMismatch) {
     if (why != nullptr) *why = std::move(reason);
-    return false;
+    return fit;
   };
   const v1::HostSelector& sel = spec.hosts();
   for (const auto& [key, value] : sel.labels()) {
@@ -70,9 +70,12 @@ bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host, std::string*
   bool needs_ceiling = std::any_of(spec.arms().begin(), spec.arms().end(),
                                    [](const v1::ArmSpec& arm) { return !arm.ceiling().empty(); });
   if (needs_ceiling && !host.ceiling().writable()) {
-    return fail(absl::StrCat("flush ceiling not writable: ", host.ceiling().reason()));
+    return fail(
+        absl::StrCat("host ", host.hostname(), " cannot write the flush ceiling: ",
+                     host.ceiling().reason().empty() ? "unknown reason" : host.ceiling().reason()),
+        HostFit::kCeilingUnwritable);
   }
-  return true;
+  return HostFit::kFits;
 }
 
 Controller::Controller(store::Store& store, ControllerOptions options, Clock clock)
@@ -110,9 +113,9 @@ Controller::Session* Controller::FindSessionLocked(AgentChannel* channel) {
 
 absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello) {
   if (hello.protocol_version() != v1::PROTOCOL_VERSION_1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("unsupported protocol version ", hello.protocol_version(),
-                     "; this controller speaks version 1"));
+    return absl::FailedPreconditionError(absl::StrCat("unsupported protocol version ",
+                                                      hello.protocol_version(),
+                                                      "; this controller speaks version 1"));
   }
   if (hello.agent_id().empty()) return absl::InvalidArgumentError("hello.agent_id: empty");
   TLB_RETURN_IF_ERROR(store_.UpsertHost(hello.agent_id(), hello.host(), Now()));
@@ -129,9 +132,8 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello)
   session.agent_id = hello.agent_id();
   session.host = hello.host();
   spdlog::info("agent={} host={} connected from {} boot={} microarch={} cpus={} ceiling={}",
-               session.agent_id, session.host.hostname(), channel->Peer(),
-               session.host.boot_id(), session.host.cpu().microarch(),
-               session.host.logical_cpus(),
+               session.agent_id, session.host.hostname(), channel->Peer(), session.host.boot_id(),
+               session.host.cpu().microarch(), session.host.logical_cpus(),
                session.host.ceiling().has_value() ? absl::StrCat(session.host.ceiling().value())
                                                   : session.host.ceiling().reason());
   v1::ControllerMessage welcome;
@@ -202,6 +204,9 @@ void Controller::HandleHeartbeatLocked(Session& session, const v1::Heartbeat& he
     return;
   }
   if (heartbeat.state() == v1::AGENT_STATE_IDLE) {
+    // An idle heartbeat can cross an assignment on the wire. The host stays busy until it
+    // completes the lease or the lease expires (which also covers a lost assignment).
+    if (!session.lease_id.empty()) return;
     session.idle = true;
     session.lease_id.clear();
     DispatchLocked(session);
@@ -238,8 +243,8 @@ void Controller::HandleCompleteLocked(Session& session, const v1::JobComplete& c
   absl::StatusOr<store::CompletionResult> result =
       store_.CompleteJob(session.agent_id, complete, Now());
   if (!result.ok()) {
-    spdlog::error("agent={} lease={} completion failed: {}", session.agent_id,
-                  complete.lease_id(), result.status().ToString());
+    spdlog::error("agent={} lease={} completion failed: {}", session.agent_id, complete.lease_id(),
+                  result.status().ToString());
     return;
   }
   if (result->rejected) {
@@ -297,7 +302,33 @@ void Controller::DispatchLocked(Session& session) {
 }
 
 void Controller::DispatchAllLocked() {
+  absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
+  if (runs.ok()) FailUnrunnableRunsLocked(*runs);
   for (auto& [id, session] : sessions_) DispatchLocked(session);
+}
+
+void Controller::FailUnrunnableRunsLocked(const std::vector<store::ActiveRun>& runs) {
+  for (const store::ActiveRun& run : runs) {
+    bool any_fits = false;
+    std::vector<std::string> reasons;
+    for (const auto& [id, session] : sessions_) {
+      std::string why;
+      HostFit fit = FitHost(run.spec, session.host, &why);
+      if (fit == HostFit::kFits) any_fits = true;
+      if (fit == HostFit::kCeilingUnwritable) reasons.push_back(why);
+    }
+    // Only hosts that were selected and refused for the ceiling count as proof: with no such
+    // host connected the run waits, as any run does for a matching host.
+    if (any_fits || reasons.empty()) continue;
+    std::string error = absl::StrCat(
+        "an arm sets the flush ceiling, but no selected host can "
+        "apply it (",
+        absl::StrJoin(reasons, "; "), ")");
+    spdlog::warn("run={} failed: {}", run.run_id, error);
+    if (absl::Status s = store_.FailRun(run.run_id, error, Now()); !s.ok()) {
+      spdlog::error("run={} failing: {}", run.run_id, s.ToString());
+    }
+  }
 }
 
 void Controller::Tick() {
@@ -329,8 +360,8 @@ absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec
                        scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
   std::vector<scheduler::JobPlan> jobs = scheduler::ExpandRun(spec);
   TLB_ASSIGN_OR_RETURN(std::string run_id, store_.CreateRun(spec, spec_yaml, jobs, Now()));
-  spdlog::info("run={} submitted: {} ({}, {} arms, {} jobs)", run_id, spec.name(),
-               spec.benchmark(), spec.arms_size(), jobs.size());
+  spdlog::info("run={} submitted: {} ({}, {} arms, {} jobs)", run_id, spec.name(), spec.benchmark(),
+               spec.arms_size(), jobs.size());
   v1::SubmitRunResponse response;
   response.set_run_id(run_id);
   response.set_jobs(static_cast<uint32_t>(jobs.size()));
@@ -405,8 +436,8 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_i
   TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
   TLB_ASSIGN_OR_RETURN(v1::Report report, report::BuildReport(samples, arms));
   report.set_run_id(run_id);
-  report.set_title(absl::StrCat(run.spec().benchmark(), " — run ", run_id, " (",
-                                run.spec().name(), "), ", v1::RunState_Name(run.state())));
+  report.set_title(absl::StrCat(run.spec().benchmark(), " — run ", run_id, " (", run.spec().name(),
+                                "), ", v1::RunState_Name(run.state())));
   v1::CompareResponse response;
   response.set_text(report::RenderText(report));
   *response.mutable_report() = std::move(report);

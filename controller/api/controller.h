@@ -33,10 +33,10 @@ class AgentChannel {
 };
 
 struct ControllerOptions {
-  int64_t lease_ms = 60'000;       // a job whose agent is silent this long is re-queued
-  int64_t heartbeat_ms = 15'000;   // told to agents in Welcome; must be well below lease_ms
-  int max_attempts = 3;            // leases per job before its run fails
-  int64_t tick_ms = 250;           // how often leases are checked
+  int64_t lease_ms = 60'000;      // a job whose agent is silent this long is re-queued
+  int64_t heartbeat_ms = 15'000;  // told to agents in Welcome; must be well below lease_ms
+  int max_attempts = 3;           // leases per job before its run fails
+  int64_t tick_ms = 250;          // how often leases are checked
 };
 
 class Controller {
@@ -76,14 +76,18 @@ class Controller {
     AgentChannel* channel = nullptr;
     std::string agent_id;
     v1::HostInfo host;
-    bool idle = false;      // true once the agent said so (heartbeat) or completed its job
-    std::string lease_id;   // the lease it runs, when not idle
+    bool idle = false;     // true once the agent said so (heartbeat) or completed its job
+    std::string lease_id;  // the lease it runs, when not idle
   };
 
   int64_t Now() const { return clock_(); }
   Session* FindSessionLocked(AgentChannel* channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked(Session& session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails runs that no connected host can ever take because their arms set the flush
+  // ceiling and every host matching the rest of the selector cannot write it.
+  void FailUnrunnableRunsLocked(const std::vector<store::ActiveRun>& runs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleSamplesLocked(Session& session, const v1::SampleBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleCompleteLocked(Session& session, const v1::JobComplete& complete)
@@ -103,8 +107,16 @@ class Controller {
   std::thread ticker_;
 };
 
-// True if `host` may run jobs of `spec` (labels, microarch, names, ceiling control).
-// When false, `why` (if given) says which selector excluded it.
-bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why = nullptr);
+enum class HostFit {
+  kFits,
+  kSelectorMismatch,   // labels, microarch or names exclude the host
+  kCeilingUnwritable,  // selected, but an arm sets the ceiling and the host cannot write it
+};
+
+// Whether `host` may run jobs of `spec`. When it may not, `why` (if given) says why.
+HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* why = nullptr);
+inline bool HostMatches(const v1::RunSpec& spec, const v1::HostInfo& host) {
+  return FitHost(spec, host) == HostFit::kFits;
+}
 
 }  // namespace tlbfleet::api

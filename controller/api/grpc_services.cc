@@ -153,15 +153,17 @@ grpc::ServerUnaryReactor* FleetServiceImpl::SubmitRun(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* FleetServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                    const v1::GetRunRequest* request,
                                                    v1::Run* response) {
-  return Unary(context,
-               [&] { return Into(response, [&] { return controller_.GetRun(request->run_id()); }); });
+  return Unary(context, [&] {
+    return Into(response, [&] { return controller_.GetRun(request->run_id()); });
+  });
 }
 
 grpc::ServerUnaryReactor* FleetServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                      const v1::ListRunsRequest* request,
                                                      v1::ListRunsResponse* response) {
-  return Unary(context,
-               [&] { return Into(response, [&] { return controller_.ListRuns(request->limit()); }); });
+  return Unary(context, [&] {
+    return Into(response, [&] { return controller_.ListRuns(request->limit()); });
+  });
 }
 
 grpc::ServerUnaryReactor* FleetServiceImpl::CancelRun(grpc::CallbackServerContext* context,

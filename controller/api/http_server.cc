@@ -114,8 +114,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->impl_ = std::make_unique<Impl>();
   beast::error_code ec;
-  asio::ip::address ip = asio::ip::make_address(
-      host_port->first == "localhost" ? "127.0.0.1" : host_port->first, ec);
+  asio::ip::address ip =
+      asio::ip::make_address(host_port->first == "localhost" ? "127.0.0.1" : host_port->first, ec);
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("--http-listen: \"", host_port->first, "\" is not an IP address"));

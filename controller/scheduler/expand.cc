@@ -116,6 +116,7 @@ std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
         absl::StatusOr<std::string> ceiling = CanonicalCeiling(arm.ceiling(), "ceiling");
         job.ceiling = ceiling.ok() ? *ceiling : arm.ceiling();
       }
+      job.monitors.assign(spec.monitors().begin(), spec.monitors().end());
       templates.push_back(std::move(job));
     }
   }

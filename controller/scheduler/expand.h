@@ -23,6 +23,7 @@ struct JobPlan {
   uint32_t iteration = 1;                     // 1-based
   std::map<std::string, std::string> params;  // merged: run params < arm params < sweep value
   std::string ceiling;                        // the arm's ceiling
+  std::vector<std::string> monitors;          // the run's monitors
   uint32_t timeout_seconds = 0;  // spec.job_timeout_seconds, or the workload's own bound
 };
 

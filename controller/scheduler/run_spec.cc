@@ -217,6 +217,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       spec->set_iterations(static_cast<uint32_t>(*n));
       return absl::OkStatus();
     }
+    if (key == "monitors") return ParseStringList(v, key, spec->mutable_monitors());
     if (key == "job_timeout_seconds") {
       absl::StatusOr<int64_t> n = ScalarInt(v, key, 0, kMaxJobTimeoutSeconds);
       if (!n.ok()) return n.status();
@@ -224,7 +225,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       return absl::OkStatus();
     }
     return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "arms", "hosts",
-                              "job_timeout_seconds"});
+                              "job_timeout_seconds", "monitors"});
   });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "controller/scheduler/expand.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -406,6 +407,34 @@ TEST(ValidateRunSpecTest, UnknownBenchmarkListsKnownOnes) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("(known: "));
   EXPECT_THAT(std::string(status.message()), HasSubstr("ebizzy"));
+}
+
+}  // namespace
+}  // namespace tlbfleet::scheduler
+
+namespace tlbfleet::scheduler {
+namespace {
+
+TEST(RunSpecMonitorsTest, ParsesKnownMonitorsAndCarriesThemIntoEveryJob) {
+  auto spec = ParseRunSpec(
+      "name: m\nbenchmark: ebizzy\nmonitors: [flush_profile, vmstat]\narms: [{name: a}]\n",
+      "m.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->monitors_size(), 2);
+  std::vector<JobPlan> jobs = ExpandRun(*spec);
+  ASSERT_FALSE(jobs.empty());
+  EXPECT_EQ(jobs[0].monitors, (std::vector<std::string>{"flush_profile", "vmstat"}));
+}
+
+TEST(RunSpecMonitorsTest, RefusesUnknownAndDuplicateMonitorsNamingTheEntry) {
+  auto unknown = ParseRunSpec(
+      "name: m\nbenchmark: ebizzy\nmonitors: [flush_profile, tea]\narms: [{name: a}]\n", "m");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("monitors[1]"), std::string::npos) << unknown.status();
+  auto dup = ParseRunSpec(
+      "name: m\nbenchmark: ebizzy\nmonitors: [vmstat, vmstat]\narms: [{name: a}]\n", "m");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("duplicate monitor"), std::string::npos);
 }
 
 }  // namespace

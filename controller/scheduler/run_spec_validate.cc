@@ -227,6 +227,23 @@ uint64_t SweepValueCount(const v1::SweepSpec& sweep) {
   return SweepValues(sweep).size();
 }
 
+// The observers an agent knows (agent/kernel); each may appear once.
+absl::Status CheckMonitors(const v1::RunSpec& spec) {
+  static const std::vector<std::string> kKnown = {"flush_profile", "interrupts", "perf", "vmstat"};
+  std::set<std::string> seen;
+  for (int i = 0; i < spec.monitors_size(); ++i) {
+    const std::string path = absl::StrCat("monitors[", i, "]");
+    const std::string& name = spec.monitors(i);
+    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end()) {
+      return FieldError(path, absl::StrCat("unknown monitor ", Quote(name),
+                                           " (known: ", absl::StrJoin(kKnown, ", "), ")"));
+    }
+    if (!seen.insert(name).second)
+      return FieldError(path, absl::StrCat("duplicate monitor ", Quote(name)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckJobCount(const v1::RunSpec& spec) {
   const uint64_t values = SweepValueCount(spec.sweep());
   uint64_t jobs = SaturatingMul(spec.hosts().count(), spec.iterations());
@@ -299,6 +316,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
     return RangeError("job_timeout_seconds", 0, kMaxJobTimeoutSeconds,
                       absl::StrCat(spec.job_timeout_seconds()));
   }
+  if (absl::Status s = CheckMonitors(spec); !s.ok()) return s;
   if (absl::Status s = CheckJobCount(spec); !s.ok()) return s;
   return CheckCombinations(*workload, spec);
 }

@@ -111,6 +111,7 @@ absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std:
       a.set_iteration(plan.iteration);
       a.set_ceiling(plan.ceiling);
       a.set_timeout_seconds(plan.timeout_seconds);
+      for (const std::string& monitor : plan.monitors) a.add_monitors(monitor);
       TLB_RETURN_IF_ERROR(job.Bind(1, run_id)
                               .Bind(2, static_cast<int64_t>(plan.slot))
                               .Bind(3, plan.arm)
