@@ -8,9 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
-#include <system_error>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,8 +47,10 @@ absl::StatusOr<Channel> MakeChannel(bool pipes) {
 }
 
 // Returns false on an I/O error (or EOF before all data arrived).
-bool Send(const std::vector<int>& outs, int64_t loops, size_t datasize) {
-  std::vector<char> data(datasize, 's');
+// `data` is allocated before the tasks are released, so that no allocation is timed (a
+// thread's first malloc may create a whole glibc arena).
+bool Send(const std::vector<int>& outs, int64_t loops, std::vector<char>& data) {
+  const size_t datasize = data.size();
   for (int64_t i = 0; i < loops; ++i) {
     for (int fd : outs) {
       for (size_t done = 0; done < datasize;) {
@@ -61,8 +64,8 @@ bool Send(const std::vector<int>& outs, int64_t loops, size_t datasize) {
   return true;
 }
 
-bool Receive(int in, int64_t packets, size_t datasize) {
-  std::vector<char> data(datasize);
+bool Receive(int in, int64_t packets, std::vector<char>& data) {
+  const size_t datasize = data.size();
   for (int64_t i = 0; i < packets; ++i) {
     for (size_t done = 0; done < datasize;) {
       const ssize_t n = ::read(in, data.data() + done, datasize - done);
@@ -88,29 +91,37 @@ absl::StatusOr<double> RunThreads(const Options& o) {
   StartGate gate(tasks);
   std::atomic<bool> abort{false};
   std::atomic<bool> failed{false};
-  std::vector<std::thread> workers;
+  std::vector<std::unique_ptr<SmallStackThread>> workers;
   workers.reserve(tasks);
   absl::Status status;
   for (int g = 0; g < o.groups && status.ok(); ++g) {
     std::vector<int> outs;
+    outs.reserve(o.fds);
     for (int i = 0; i < o.fds; ++i) outs.push_back(channels[g * o.fds + i].out);
     for (int i = 0; i < 2 * o.fds && status.ok(); ++i) {
-      try {
-        if (i < o.fds) {
-          const int in = channels[g * o.fds + i].in;
-          workers.emplace_back([&, in] {
-            gate.Arrive();
-            if (!abort && !Receive(in, o.loops * o.fds, o.datasize)) failed = true;
-          });
-        } else {
-          workers.emplace_back([&, outs] {
-            gate.Arrive();
-            if (!abort && !Send(outs, o.loops, o.datasize)) failed = true;
-          });
-        }
-      } catch (const std::system_error& e) {
-        status = absl::ResourceExhaustedError(absl::StrCat(
-            "hackbench: cannot start thread ", workers.size() + 1, " of ", tasks, ": ", e.what()));
+      std::function<void()> body;
+      if (i < o.fds) {
+        const int in = channels[g * o.fds + i].in;
+        body = [&, in] {
+          std::vector<char> data(o.datasize);
+          gate.Arrive();
+          if (!abort && !Receive(in, o.loops * o.fds, data)) failed = true;
+        };
+      } else {
+        body = [&, outs] {
+          std::vector<char> data(o.datasize, 's');
+          gate.Arrive();
+          if (!abort && !Send(outs, o.loops, data)) failed = true;
+        };
+      }
+      absl::StatusOr<std::unique_ptr<SmallStackThread>> thread =
+          SmallStackThread::Start(std::move(body));
+      if (thread.ok()) {
+        workers.push_back(std::move(*thread));
+      } else {
+        status = absl::ResourceExhaustedError(absl::StrCat("hackbench: thread ", workers.size() + 1,
+                                                           " of ", tasks, ": ",
+                                                           thread.status().message()));
       }
     }
   }
@@ -122,7 +133,7 @@ absl::StatusOr<double> RunThreads(const Options& o) {
   }
   const auto start = std::chrono::steady_clock::now();
   gate.Open();
-  for (std::thread& t : workers) t.join();
+  for (std::unique_ptr<SmallStackThread>& t : workers) t->Join();
   const double seconds = SecondsSince(start);
   CloseChannels(channels);
   if (!status.ok()) return status;
@@ -132,6 +143,8 @@ absl::StatusOr<double> RunThreads(const Options& o) {
 
 absl::StatusOr<double> RunProcesses(const Options& o) {
   ChildGroup children;
+  // Each child gets its own copy of this when it forks.
+  std::vector<char> data(o.datasize, 's');
   for (int g = 0; g < o.groups; ++g) {
     // Only this group's descriptors are open while its tasks fork, as in rt-tests.
     std::vector<Channel> channels;
@@ -145,13 +158,14 @@ absl::StatusOr<double> RunProcesses(const Options& o) {
       }
     }
     std::vector<int> outs;
+    outs.reserve(channels.size());
     for (const Channel& c : channels) outs.push_back(c.out);
     for (int i = 0; i < o.fds && status.ok(); ++i) {
       const int in = channels[i].in;
-      status = children.Spawn([&, in] { return Receive(in, o.loops * o.fds, o.datasize) ? 0 : 1; });
+      status = children.Spawn([&, in] { return Receive(in, o.loops * o.fds, data) ? 0 : 1; });
     }
     for (int i = 0; i < o.fds && status.ok(); ++i) {
-      status = children.Spawn([&] { return Send(outs, o.loops, o.datasize) ? 0 : 1; });
+      status = children.Spawn([&] { return Send(outs, o.loops, data) ? 0 : 1; });
     }
     CloseChannels(channels);
     if (!status.ok()) return status;  // ~ChildGroup kills the children already started
@@ -253,7 +267,7 @@ class Hackbench : public Workload {
       {"-s,--datasize", "datasize", "", "message size in bytes"},
       {"-p,--pipe", "ipc", "pipe", "use pipes instead of sockets"},
       {"-T,--threads", "mode", "threads", "use threads"},
-      {"-P,--process", "mode", "processes", "use processes (the default)"},
+      {"-P,--processes", "mode", "processes", "use processes (the default)"},
   };
 };
 

@@ -60,9 +60,11 @@ TEST(HackbenchRunTest, TimeGrowsWithLoops) {
     o.threads = threads;
     o.loops = 10;
     const double few = MedianTime(o);
-    o.loops = 2000;
+    o.loops = 20000;
     const double many = MedianTime(o);
-    EXPECT_GT(many, 5 * few) << "threads=" << threads;
+    // 2000 times the messages; the fixed part (waking and reaping the tasks) is large under
+    // sanitizers, so only ask for a clear difference.
+    EXPECT_GT(many, 2 * few) << "threads=" << threads;
   }
 }
 

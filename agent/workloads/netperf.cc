@@ -6,11 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -43,6 +45,7 @@ class Fd {
     return *this;
   }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_ = -1;
@@ -131,52 +134,173 @@ bool WriteFull(int fd, const char* buf, size_t size) {
   return true;
 }
 
-// The server thread's side of each test. The server stops at EOF (TCP) or when `stop` is set
-// (UDP; it polls with a receive timeout).
-void TcpServer(int listener, bool rr, size_t message_size, std::atomic<uint64_t>& bytes) {
-  Fd conn(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-  if (conn.get() < 0) return;
-  std::vector<char> buf(rr ? message_size : std::max<size_t>(message_size, 65536));
-  if (rr) {
-    while (ReadFull(conn.get(), buf.data(), message_size) &&
-           WriteFull(conn.get(), buf.data(), message_size)) {
-    }
-    return;
-  }
-  uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::recv(conn.get(), buf.data(), buf.size(), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    total += static_cast<uint64_t>(n);
-  }
-  bytes = total;
-}
-
-void UdpServer(int fd, bool rr, size_t message_size, const std::atomic<bool>& stop,
-               std::atomic<uint64_t>& bytes) {
-  std::vector<char> buf(kMaxUdpMessage + 1);
-  SetTimeout(fd, SO_RCVTIMEO, 0.05);
-  while (!stop.load()) {
-    sockaddr_storage peer;
-    socklen_t peer_length = sizeof peer;
-    const ssize_t n =
-        ::recvfrom(fd, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&peer), &peer_length);
-    if (n <= 0) continue;  // timeout, EINTR: look at `stop` again
-    bytes.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-    if (rr) {
-      ::sendto(fd, buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&peer),
-               peer_length);
-    }
-  }
-}
-
 bool IsUdp(TestKind t) { return t == TestKind::kUdpStream || t == TestKind::kUdpRr; }
 bool IsRr(TestKind t) { return t == TestKind::kTcpRr || t == TestKind::kUdpRr; }
 
+constexpr const char* kTestNames[] = {"tcp_stream", "udp_stream", "tcp_rr", "udp_rr"};
+
+// One line of the control protocol, without the newline; false on error, EOF or overlong.
+bool ReadLine(int fd, std::string& line) {
+  line.clear();
+  char c;
+  while (line.size() < 128) {
+    const ssize_t n = ::recv(fd, &c, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    if (c == '\n') return true;
+    line.push_back(c);
+  }
+  return false;
+}
+
+bool WriteLine(int fd, const std::string& line) {
+  const std::string out = line + "\n";
+  return WriteFull(fd, out.data(), out.size());
+}
+
+// Serves the data phase of one test on `data` (a TCP listener or a UDP socket); returns the
+// bytes received, or nothing if the client went away.
+std::optional<uint64_t> ServeTest(int control, int data, TestKind test, size_t size) {
+  std::vector<char> buf(IsUdp(test) ? kMaxUdpMessage + 1 : std::max<size_t>(size, 65536));
+  uint64_t bytes = 0;
+  std::string line;
+  if (!IsUdp(test)) {
+    SetTimeout(data, SO_RCVTIMEO, 10);  // the client connects at once, or not at all
+    Fd conn(::accept4(data, nullptr, nullptr, SOCK_CLOEXEC));
+    if (conn.get() < 0) return std::nullopt;
+    if (IsRr(test)) {
+      while (ReadFull(conn.get(), buf.data(), size) && WriteFull(conn.get(), buf.data(), size)) {
+        bytes += size;
+      }
+    } else {
+      for (;;) {
+        const ssize_t n = ::recv(conn.get(), buf.data(), buf.size(), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        bytes += static_cast<uint64_t>(n);
+      }
+    }
+    if (!ReadLine(control, line) || line != "end") return std::nullopt;
+    return bytes;
+  }
+  // The client ends with an empty datagram; if that was dropped (a full queue), a quiet
+  // spell of 100 ms with "end" waiting on the control connection ends the test too.
+  SetTimeout(data, SO_RCVTIMEO, 0.1);
+  for (;;) {
+    sockaddr_storage peer;
+    socklen_t peer_length = sizeof peer;
+    const ssize_t n = ::recvfrom(data, buf.data(), buf.size(), 0,
+                                 reinterpret_cast<sockaddr*>(&peer), &peer_length);
+    if (n > 0) {
+      bytes += static_cast<uint64_t>(n);
+      if (IsRr(test)) {
+        ::sendto(data, buf.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&peer),
+                 peer_length);
+      }
+      continue;
+    }
+    if (n == 0) break;  // the end marker
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return std::nullopt;
+    char c;
+    if (::recv(control, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0 || errno != EAGAIN) break;
+  }
+  // Datagrams already queued were sent before "end": count them too.
+  for (ssize_t n; (n = ::recv(data, buf.data(), buf.size(), MSG_DONTWAIT)) > 0;) {
+    bytes += static_cast<uint64_t>(n);
+  }
+  if (!ReadLine(control, line) || line != "end") return std::nullopt;
+  return bytes;
+}
+
+// Serves one control connection: one test.
+void ServeControl(int control) {
+  std::string line;
+  if (!ReadLine(control, line)) return;
+  const size_t space = line.find(' ');
+  if (space == std::string::npos) return;
+  const std::string name = line.substr(0, space);
+  const long long size = std::atoll(line.c_str() + space + 1);
+  std::optional<TestKind> test;
+  for (int i = 0; i < 4; ++i) {
+    if (name == kTestNames[i]) test = static_cast<TestKind>(i);
+  }
+  if (!test || size < 1 || size > (1 << 20)) return;
+  // The data socket lives on the address the client reached us at.
+  Address local;
+  local.length = sizeof local.storage;
+  if (::getsockname(control, local.get(), &local.length) != 0) return;
+  if (local.family() == AF_INET) {
+    reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port = 0;
+  } else {
+    reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port = 0;
+  }
+  absl::StatusOr<Fd> data = BindServer(local, IsUdp(*test) ? SOCK_DGRAM : SOCK_STREAM);
+  if (!data.ok()) return;
+  const uint16_t port =
+      ntohs(local.family() == AF_INET ? reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port
+                                      : reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port);
+  if (!WriteLine(control, std::to_string(port))) return;
+  std::optional<uint64_t> bytes = ServeTest(control, data->get(), *test, static_cast<size_t>(size));
+  if (bytes) WriteLine(control, std::to_string(*bytes));
+}
+
+void SetPort(Address& address, uint16_t port) {
+  if (address.family() == AF_INET) {
+    reinterpret_cast<sockaddr_in*>(&address.storage)->sin_port = htons(port);
+  } else {
+    reinterpret_cast<sockaddr_in6*>(&address.storage)->sin6_port = htons(port);
+  }
+}
+
+uint16_t GetPort(const Address& address) {
+  return ntohs(address.family() == AF_INET
+                   ? reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_port
+                   : reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_port);
+}
+
 }  // namespace
 
-absl::StatusOr<Result> RunOnce(const Options& options) {
+// --- Server ------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address, uint16_t port) {
+  absl::StatusOr<Address> a = ParseAddress(address);
+  if (!a.ok()) return a.status();
+  SetPort(*a, port);
+  absl::StatusOr<Fd> listener = BindServer(*a, SOCK_STREAM);
+  if (!listener.ok()) return listener.status();
+  std::unique_ptr<Server> server(new Server(listener->release(), GetPort(*a)));
+  try {
+    server->thread_ = std::thread(&Server::Serve, server.get());
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("netperf: cannot start the server thread: ", e.what()));
+  }
+  return server;
+}
+
+Server::Server(int listener, uint16_t port) : listener_(listener), port_(port) {}
+
+Server::~Server() {
+  ::shutdown(listener_, SHUT_RDWR);  // wakes the thread blocked in accept
+  if (thread_.joinable()) thread_.join();
+  ::close(listener_);
+}
+
+void Server::Serve() {
+  for (;;) {
+    Fd control(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC));
+    if (control.get() < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    ServeControl(control.get());
+  }
+}
+
+// --- Client ------------------------------------------------------------------------------
+
+absl::StatusOr<Result> RunClient(const Options& options, uint16_t port) {
   const bool udp = IsUdp(options.test);
   const bool rr = IsRr(options.test);
   const size_t size = options.message_size;
@@ -186,28 +310,18 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   }
   absl::StatusOr<Address> address = ParseAddress(options.server);
   if (!address.ok()) return address.status();
-  const int type = udp ? SOCK_DGRAM : SOCK_STREAM;
-  absl::StatusOr<Fd> server = BindServer(*address, type);
-  if (!server.ok()) return server.status();
-
-  std::atomic<uint64_t> server_bytes{0};
-  std::atomic<bool> stop{false};
-  std::thread server_thread;
-  try {
-    server_thread = udp ? std::thread(UdpServer, server->get(), rr, size, std::cref(stop),
-                                      std::ref(server_bytes))
-                        : std::thread(TcpServer, server->get(), rr, size, std::ref(server_bytes));
-  } catch (const std::system_error& e) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("netperf: cannot start the server thread: ", e.what()));
+  SetPort(*address, port);
+  absl::StatusOr<Fd> control = Connect(*address, SOCK_STREAM);
+  if (!control.ok()) return control.status();
+  std::string line;
+  if (!WriteLine(control->get(),
+                 absl::StrCat(kTestNames[static_cast<int>(options.test)], " ", size)) ||
+      !ReadLine(control->get(), line)) {
+    return absl::UnavailableError("netperf: the server refused the test");
   }
-  absl::StatusOr<Fd> client = Connect(*address, type);
-  if (!client.ok()) {
-    stop = true;
-    ::shutdown(server->get(), SHUT_RDWR);  // wakes a TCP server blocked in accept
-    server_thread.join();
-    return client.status();
-  }
+  SetPort(*address, static_cast<uint16_t>(std::atoi(line.c_str())));
+  absl::StatusOr<Fd> data = Connect(*address, udp ? SOCK_DGRAM : SOCK_STREAM);
+  if (!data.ok()) return data.status();
 
   std::vector<char> buf(size, 'n');
   Result result;
@@ -215,52 +329,43 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options.seconds));
-  if (rr) {
-    if (udp) SetTimeout(client->get(), SO_RCVTIMEO, 1.0);
-    while (io_ok && Clock::now() < deadline) {
-      if (udp) {
-        // A lost datagram would stall the test for ever: after a timeout, send again.
-        if (::send(client->get(), buf.data(), size, 0) < 0) continue;
-        if (::recv(client->get(), buf.data(), size, 0) < 0) continue;
-      } else {
-        io_ok =
-            WriteFull(client->get(), buf.data(), size) && ReadFull(client->get(), buf.data(), size);
-        if (!io_ok) break;
-      }
+  if (rr && udp) SetTimeout(data->get(), SO_RCVTIMEO, 1.0);
+  while (io_ok && Clock::now() < deadline) {
+    if (rr && udp) {
+      // A lost datagram would stall the test for ever: after a timeout, ask again.
+      if (::send(data->get(), buf.data(), size, 0) < 0) continue;
+      if (::recv(data->get(), buf.data(), size, 0) < 0) continue;
       ++result.transactions;
-    }
-    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  } else {
-    while (io_ok && Clock::now() < deadline) {
-      if (udp) {
-        ::send(client->get(), buf.data(), size, 0);  // a full queue drops it, as in netperf
-      } else {
-        io_ok = WriteFull(client->get(), buf.data(), size);
-      }
-    }
-    if (!udp) {
-      // The server has read everything once it sees EOF: the time includes draining.
-      ::shutdown(client->get(), SHUT_WR);
-      server_thread.join();
-    }
-    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  if (udp && !rr) {
-    // Datagrams still queued at the server were sent in time: let it drain them.
-    uint64_t seen = server_bytes.load();
-    for (int i = 0; i < 50; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      const uint64_t now = server_bytes.load();
-      if (now == seen) break;
-      seen = now;
+    } else if (rr) {
+      io_ok = WriteFull(data->get(), buf.data(), size) && ReadFull(data->get(), buf.data(), size);
+      result.transactions += io_ok ? 1 : 0;
+    } else if (udp) {
+      ::send(data->get(), buf.data(), size, 0);  // a full queue drops it, as with netperf
+    } else {
+      io_ok = WriteFull(data->get(), buf.data(), size);
     }
   }
-  *client = Fd();  // close: a TCP rr server sees EOF
-  stop = true;
-  if (server_thread.joinable()) server_thread.join();
-  result.bytes = server_bytes.load();
-  if (!io_ok) return absl::InternalError("netperf: the connection failed during the test");
+  if (rr || udp) result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (udp) ::send(data->get(), buf.data(), 0, 0);  // the end marker
+  *data = Fd();  // close: a TCP server sees EOF once it has read everything
+  if (!io_ok) return absl::InternalError("netperf: the data connection failed during the test");
+  if (!WriteLine(control->get(), "end") || !ReadLine(control->get(), line)) {
+    return absl::InternalError("netperf: the server did not report its result");
+  }
+  // TCP_STREAM: the time includes the server draining what was sent. (UDP_STREAM: what was
+  // not queued when sending stopped is lost anyway.)
+  if (!rr && !udp) result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.bytes = std::strtoull(line.c_str(), nullptr, 10);
   return result;
+}
+
+absl::StatusOr<Result> RunOnce(const Options& options) {
+  if (IsUdp(options.test) && options.message_size > kMaxUdpMessage) {
+    return RunClient(options, 0);  // refuses before anything starts
+  }
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options.server, 0);
+  if (!server.ok()) return server.status();
+  return RunClient(options, (*server)->port());
 }
 
 double MbitPerSec(const Result& r) {

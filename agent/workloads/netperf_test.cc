@@ -1,5 +1,6 @@
 #include "agent/workloads/netperf.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,30 @@ TEST(NetperfRunTest, Ipv6LoopbackWhenTheHostHasIt) {
   }
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->transactions, 0u);
+}
+
+TEST(NetperfServerTest, OneServerServesTestAfterTest) {
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_NE((*server)->port(), 0);
+  for (TestKind test :
+       {TestKind::kTcpStream, TestKind::kUdpRr, TestKind::kTcpRr, TestKind::kUdpStream}) {
+    absl::StatusOr<Result> r = RunClient(Short(test, 512), (*server)->port());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GT(r->bytes, 0u) << static_cast<int>(test);
+  }
+}
+
+TEST(NetperfServerTest, NoServerIsAStatus) {
+  uint16_t port = 0;
+  {
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start("127.0.0.1", 0);
+    ASSERT_TRUE(server.ok()) << server.status();
+    port = (*server)->port();
+  }  // stopped: nothing listens on `port` any more
+  absl::StatusOr<Result> r = RunClient(Short(TestKind::kTcpRr, 1), port);
+  EXPECT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("connect"));
 }
 
 TEST(NetperfRunTest, OversizedUdpMessageIsRefused) {

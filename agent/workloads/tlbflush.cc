@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -131,8 +132,9 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   if (absl::Status s = readers_mapping.Map(region + kHugePage, "the readers' region"); !s.ok()) {
     return s;
   }
-  char* readers_region = reinterpret_cast<char*>(
-      (reinterpret_cast<uintptr_t>(readers_mapping.base()) + kHugePage - 1) & ~(kHugePage - 1));
+  const size_t misalignment = reinterpret_cast<uintptr_t>(readers_mapping.base()) % kHugePage;
+  char* readers_region =
+      readers_mapping.base() + (misalignment == 0 ? 0 : kHugePage - misalignment);
   // Best effort: without THP support the region simply stays in small pages.
   ::madvise(readers_region, region, options.huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   FaultIn(readers_region, region, page);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +90,36 @@ void StartGate::Open() {
   open_.notify_all();
 }
 
+// --- SmallStackThread ------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<SmallStackThread>> SmallStackThread::Start(
+    std::function<void()> body, size_t stack_bytes) {
+  std::unique_ptr<SmallStackThread> thread(new SmallStackThread(std::move(body)));
+  pthread_attr_t attr;
+  ::pthread_attr_init(&attr);
+  ::pthread_attr_setstacksize(&attr, std::max<size_t>(stack_bytes, PTHREAD_STACK_MIN));
+  const int err = ::pthread_create(&thread->thread_, &attr, &Trampoline, thread.get());
+  ::pthread_attr_destroy(&attr);
+  if (err != 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot create a thread: ", std::strerror(err)));
+  }
+  thread->joinable_ = true;
+  return thread;
+}
+
+void* SmallStackThread::Trampoline(void* self) {
+  static_cast<SmallStackThread*>(self)->body_();
+  return nullptr;
+}
+
+void SmallStackThread::Join() {
+  if (joinable_) ::pthread_join(thread_, nullptr);
+  joinable_ = false;
+}
+
+SmallStackThread::~SmallStackThread() { Join(); }
+
 // --- ChildGroup --------------------------------------------------------------------------
 
 namespace {
@@ -113,12 +144,17 @@ absl::Status ChildGroup::Spawn(const std::function<int()>& body) {
   if (ready_[0] < 0 && (::pipe2(ready_, O_CLOEXEC) != 0 || ::pipe2(release_, O_CLOEXEC) != 0)) {
     return ErrnoStatus(errno, "creating the start pipes");
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot fork child ", pids_.size() + 1, ": ", std::strerror(errno)));
   }
   if (pid == 0) {
+    // A child must not outlive a workload process that died (the agent kills the whole
+    // process group on a timeout; a standalone tlbfleet-bench may die alone).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(121);
     ::close(ready_[0]);
     ::close(release_[1]);
     char byte = 1;

@@ -3,6 +3,7 @@
 // builders, memory checks, a start gate for worker threads and forked children.
 // Not part of the Workload interface; only workload .cc files include this.
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -10,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -56,9 +59,32 @@ class StartGate {
   std::atomic<bool> open_{false};
 };
 
+// A thread with a small stack. rt-tests' hackbench gives its threads PTHREAD_STACK_MIN:
+// hundreds of default 8 MiB stacks overflow glibc's 40 MiB stack cache, so exiting threads
+// munmap their stacks (a TLB shootdown each) inside the timed part. Joined on destruction.
+class SmallStackThread {
+ public:
+  // RESOURCE_EXHAUSTED if the thread cannot be created.
+  static absl::StatusOr<std::unique_ptr<SmallStackThread>> Start(std::function<void()> body,
+                                                                 size_t stack_bytes = 64 << 10);
+  ~SmallStackThread();
+  SmallStackThread(const SmallStackThread&) = delete;
+  SmallStackThread& operator=(const SmallStackThread&) = delete;
+  void Join();
+
+ private:
+  explicit SmallStackThread(std::function<void()> body) : body_(std::move(body)) {}
+  static void* Trampoline(void* self);
+
+  std::function<void()> body_;
+  pthread_t thread_{};
+  bool joinable_ = false;
+};
+
 // Forked children for process-mode workloads. Each child runs `body` and _exit()s with its
 // return value (0 = success); it must not touch locks that other threads of the parent may
 // hold (the agent's workload child is single-threaded, so in practice anything but logging).
+// A child is killed if the thread that spawned it dies (PR_SET_PDEATHSIG).
 // Children are started behind a pipe barrier: Start() returns once all have forked and
 // reported ready; Go() releases them all at once.
 class ChildGroup {
