@@ -71,13 +71,10 @@ bool RowShows(const RowDef& row, bool higher_is_better) {
   return true;
 }
 
-// mmtests' convention: positive is better, whichever direction is better.
 std::optional<double> PctDiff(double base, double value, bool higher_is_better) {
-  if (base == 0) return value == 0 ? std::optional<double>(0.0) : std::nullopt;
-  const double ratio = value / base * 100.0;
-  const double pct = higher_is_better ? ratio - 100.0 : 100.0 - ratio;
-  if (!std::isfinite(pct)) return std::nullopt;
-  return pct;
+  return stats::PctDiff(
+      base, value,
+      higher_is_better ? stats::Direction::kHigherIsBetter : stats::Direction::kLowerIsBetter);
 }
 
 struct GroupKey {

@@ -107,3 +107,60 @@ TEST(SummarizeTest, OverflowBecomesUndefinedNotInfinite) {
 
 }  // namespace
 }  // namespace tlbfleet::stats
+
+namespace tlbfleet::stats {
+namespace {
+
+TEST(SummarizeBAmeanTest, BestByDirectionMmtestsDefinition) {
+  // 20 values 1..20: the best floor(20 * 95 / 100) = 19 and floor(20 * 99 / 100) = 19.
+  std::vector<double> values;
+  for (int i = 20; i >= 1; --i) values.push_back(i);
+  const Summary high = Summarize(values, Direction::kHigherIsBetter);
+  EXPECT_NEAR(*high.bamean95, (210.0 - 1) / 19, 1e-12);  // drops the 1
+  EXPECT_NEAR(*high.bamean99, (210.0 - 1) / 19, 1e-12);
+  const Summary low = Summarize(values, Direction::kLowerIsBetter);
+  EXPECT_NEAR(*low.bamean95, (210.0 - 20) / 19, 1e-12);  // drops the 20
+
+  // 100 values: 95 best and 99 best differ.
+  std::vector<double> hundred;
+  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  const Summary h = Summarize(hundred, Direction::kHigherIsBetter);
+  EXPECT_NEAR(*h.bamean95, (6 + 100) / 2.0, 1e-12);  // mean of 6..100
+  EXPECT_NEAR(*h.bamean99, (2 + 100) / 2.0, 1e-12);  // mean of 2..100
+}
+
+TEST(SummarizeBAmeanTest, OneOrTwoSamples) {
+  const std::vector<double> one = {7};
+  EXPECT_DOUBLE_EQ(*Summarize(one).bamean95, 7);  // floor(0.95) = 0 keeps all, as mmtests
+  const std::vector<double> two = {7, 9};
+  EXPECT_DOUBLE_EQ(*Summarize(two, Direction::kHigherIsBetter).bamean95, 9);
+  EXPECT_DOUBLE_EQ(*Summarize(two, Direction::kLowerIsBetter).bamean95, 7);
+}
+
+TEST(SummarizeReasonTest, DegenerateInputsSayWhy) {
+  EXPECT_EQ(Summarize({}).why_undefined, "no samples");
+  const std::vector<double> one = {5};
+  EXPECT_EQ(Summarize(one).why_undefined, "one sample: no stddev or coeffvar");
+  const std::vector<double> with_zero = {0, 2};
+  EXPECT_EQ(Summarize(with_zero).why_undefined, "a sample <= 0: no hmean or gmean");
+  const std::vector<double> nan = {1, std::numeric_limits<double>::quiet_NaN()};
+  const Summary n = Summarize(nan);
+  EXPECT_EQ(n.why_undefined, "a sample is NaN or infinite");
+  EXPECT_FALSE(n.bamean95 || n.bamean99);
+  const std::vector<double> equal = {3, 3, 3};
+  const Summary e = Summarize(equal);
+  EXPECT_TRUE(e.why_undefined.empty());
+  EXPECT_DOUBLE_EQ(*e.stddev, 0);
+  EXPECT_DOUBLE_EQ(*e.coeffvar, 0);
+  EXPECT_DOUBLE_EQ(*e.hmean, 3);
+}
+
+TEST(PctDiffTest, SignConventionAndZeroBase) {
+  EXPECT_NEAR(*PctDiff(100, 106.16, Direction::kHigherIsBetter), 6.16, 1e-9);
+  EXPECT_NEAR(*PctDiff(100, 106.16, Direction::kLowerIsBetter), -6.16, 1e-9);
+  EXPECT_EQ(*PctDiff(0, 0, Direction::kHigherIsBetter), 0);
+  EXPECT_FALSE(PctDiff(0, 1, Direction::kHigherIsBetter).has_value());
+}
+
+}  // namespace
+}  // namespace tlbfleet::stats

@@ -1,0 +1,380 @@
+#include "controller/report/comparison.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "controller/report/render.h"
+#include "controller/stats/bootstrap.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::report {
+namespace {
+
+using stats::Direction;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// boots x iterations values around `mean`: boot b adds between * (b - (boots-1)/2) and
+// iteration i adds within * (i - (iterations-1)/2), so every spread is known exactly.
+void Add(std::vector<Observation>* out, const std::string& arm, double mean, int boots,
+         int iterations, double between, double within,
+         Direction direction = Direction::kHigherIsBetter, const std::string& param = "1") {
+  for (int b = 0; b < boots; ++b) {
+    for (int i = 0; i < iterations; ++i) {
+      Observation o;
+      o.arm = arm;
+      o.boot = "boot" + std::to_string(b);
+      o.param_name = "threads";
+      o.param_value = param;
+      o.iteration = static_cast<uint32_t>(i);
+      o.metric = "ops";
+      o.unit = "ops/s";
+      o.direction = direction;
+      o.value = mean + between * (b - (boots - 1) / 2.0) + within * (i - (iterations - 1) / 2.0);
+      out->push_back(o);
+    }
+  }
+}
+
+const ArmResult& Arm(const Comparison& c, size_t group, size_t arm) {
+  return c.groups.at(group).arms.at(arm);
+}
+
+TEST(ParseCsvTest, HeaderAnyOrderQuotingAndParams) {
+  const std::string csv =
+      "value,metric,arm,boot,iteration,param,extra\n"
+      "1.5,ops,\"a,b\",x,0,threads=4,ignored\r\n"
+      "\n"
+      "2.5,ops,base,y,1,4,\n"
+      "nan,ops,base,y,2,4,\n";
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseObservationsCsv(csv, Direction::kLowerIsBetter);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  ASSERT_EQ(obs->size(), 3u);
+  EXPECT_EQ((*obs)[0].arm, "a,b");
+  EXPECT_EQ((*obs)[0].param_name, "threads");
+  EXPECT_EQ((*obs)[0].param_value, "4");
+  EXPECT_EQ((*obs)[0].boot, "x");
+  EXPECT_EQ((*obs)[0].direction, Direction::kLowerIsBetter);
+  EXPECT_DOUBLE_EQ((*obs)[0].value, 1.5);
+  EXPECT_EQ((*obs)[1].param_name, "");
+  EXPECT_EQ((*obs)[1].param_value, "4");
+  EXPECT_EQ((*obs)[1].iteration, 1u);
+  EXPECT_TRUE(std::isnan((*obs)[2].value));
+}
+
+TEST(ParseCsvTest, ErrorsNameTheLine) {
+  auto error = [](const std::string& csv) {
+    absl::StatusOr<std::vector<Observation>> obs =
+        ParseObservationsCsv(csv, Direction::kHigherIsBetter);
+    EXPECT_EQ(obs.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(obs.status().message());
+  };
+  EXPECT_THAT(error(""), HasSubstr("no header"));
+  EXPECT_THAT(error("arm,boot,param,metric,value\n"), HasSubstr("\"iteration\""));
+  const std::string header = "arm,boot,param,iteration,metric,value\n";
+  EXPECT_THAT(error(header + "a,0,1,0,ops,fast\n"), HasSubstr("line 2: value \"fast\""));
+  EXPECT_THAT(error(header + "a,0,1,0,ops\n"), HasSubstr("line 2"));
+  EXPECT_THAT(error(header + "a,0,1,x,ops,1\n"), HasSubstr("iteration"));
+  EXPECT_THAT(error(header + "\"a,0,1,0,ops,1\n"), HasSubstr("line 2: bad quoting"));
+  EXPECT_THAT(error(header + ",0,1,0,ops,1\n"), HasSubstr("must not be empty"));
+}
+
+TEST(ObservationsFromSamplesTest, BootDirectionAndSeries) {
+  std::vector<v1::Sample> samples(3);
+  samples[0].set_arm("a");
+  samples[0].set_boot_id("boot-1");
+  samples[0].set_param_name("threads");
+  samples[0].set_param_value("2");
+  samples[0].set_iteration(4);
+  samples[0].set_metric("lat");
+  samples[0].set_unit("us");
+  samples[0].set_better(v1::BETTER_LOWER);
+  samples[0].set_value(7.5);
+  samples[1] = samples[0];
+  samples[1].set_series("thread0");  // per-thread: left out
+  samples[2] = samples[0];
+  samples[2].set_better(v1::BETTER_UNSPECIFIED);
+  const std::vector<Observation> obs = ObservationsFromSamples(samples);
+  ASSERT_EQ(obs.size(), 2u);
+  EXPECT_EQ(obs[0].boot, "boot-1");
+  EXPECT_EQ(obs[0].param_name, "threads");
+  EXPECT_EQ(obs[0].param_value, "2");
+  EXPECT_EQ(obs[0].iteration, 4u);
+  EXPECT_EQ(obs[0].unit, "us");
+  EXPECT_EQ(obs[0].direction, Direction::kLowerIsBetter);
+  EXPECT_DOUBLE_EQ(obs[0].value, 7.5);
+  EXPECT_EQ(obs[1].direction, Direction::kHigherIsBetter);
+}
+
+TEST(CompareTest, ArmOrderAndBaseline) {
+  std::vector<Observation> obs;
+  Add(&obs, "x", 100, 2, 3, 1, 1);
+  Add(&obs, "y", 110, 2, 3, 1, 1);
+  CompareOptions options;
+  absl::StatusOr<Comparison> c = Compare(obs, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->arms, ElementsAre("x", "y"));
+  options.baseline = "y";
+  c = Compare(obs, options);
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(c->arms, ElementsAre("y", "x"));
+  EXPECT_EQ(Arm(*c, 0, 0).verdict, Verdict::kBaseline);
+  options.baseline = "z";
+  EXPECT_EQ(Compare(obs, options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.baseline = "";
+  options.arm_order = {"x", "x"};
+  EXPECT_EQ(Compare(obs, options).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Compare({}, CompareOptions{}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CompareTest, VerdictsFollowTheRatioInterval) {
+  std::vector<Observation> obs;
+  Add(&obs, "base", 1000, 5, 10, 2, 1);
+  Add(&obs, "faster", 1050, 5, 10, 2, 1);   // +5 %, tight
+  Add(&obs, "slower", 950, 5, 10, 2, 1);    // -5 %
+  Add(&obs, "equal", 1000.5, 5, 10, 2, 1);  // +0.05 %, within 1 %
+  Add(&obs, "noisy", 1010, 5, 10, 60, 1);   // +1 %, but boots vary by 12 %
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(Arm(*c, 0, 1).verdict, Verdict::kBetter);
+  EXPECT_EQ(Arm(*c, 0, 2).verdict, Verdict::kWorse);
+  EXPECT_EQ(Arm(*c, 0, 3).verdict, Verdict::kSame);
+  EXPECT_EQ(Arm(*c, 0, 4).verdict, Verdict::kUnknown);
+  EXPECT_TRUE(Arm(*c, 0, 1).significant);
+  EXPECT_NEAR(*Arm(*c, 0, 1).pct_diff, 5, 0.01);
+  EXPECT_STREQ(Arm(*c, 0, 1).ratio_ci_method, "bca");
+  EXPECT_THAT(Arm(*c, 0, 4).notes,
+              testing::Contains(HasSubstr("% of the variance is between boots: add boots, not "
+                                          "iterations")));
+  EXPECT_THAT(Arm(*c, 0, 1).notes, testing::Contains(HasSubstr("iterations per boot")));
+}
+
+TEST(CompareTest, SignificanceCountsBootsNotIterationsWhenThereAreBoots) {
+  // Boot means 970/1000/1030 against 980/1010/1040: 150 samples per arm make the per-sample
+  // Welch test "significant", the three boot means per arm do not.
+  std::vector<Observation> obs;
+  Add(&obs, "base", 1000, 3, 50, 30, 0.1);
+  Add(&obs, "new", 1010, 3, 50, 30, 0.1);
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  const ArmResult& arm = Arm(*c, 0, 1);
+  EXPECT_LT(*arm.welch.p, 0.001);
+  EXPECT_GT(*arm.significance_p, 0.5);
+  EXPECT_FALSE(arm.significant);
+  EXPECT_EQ(arm.verdict, Verdict::kUnknown);
+  EXPECT_THAT(arm.notes, testing::Contains(HasSubstr("100 % of the variance is between boots")));
+}
+
+TEST(CompareTest, LowerIsBetterFlipsTheVerdict) {
+  std::vector<Observation> obs;
+  Add(&obs, "base", 100, 4, 5, 0.5, 0.5, Direction::kLowerIsBetter);
+  Add(&obs, "new", 90, 4, 5, 0.5, 0.5, Direction::kLowerIsBetter);
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Arm(*c, 0, 1).verdict, Verdict::kBetter);
+  EXPECT_NEAR(*Arm(*c, 0, 1).pct_diff, 10, 1e-9);  // Amean, 100 - 90/100*100
+  EXPECT_LT(*Arm(*c, 0, 1).ratio_ci_high, 1);
+}
+
+TEST(CompareTest, DegenerateArmsGiveUnknownNotCrash) {
+  std::vector<Observation> obs;
+  Add(&obs, "base", 5, 1, 1, 0, 0);  // one sample
+  Add(&obs, "new", 5, 1, 1, 0, 0);
+  Observation nan = obs.back();
+  nan.arm = "nan";
+  nan.value = std::nan("");
+  obs.push_back(nan);
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  const ArmResult& one = Arm(*c, 0, 1);
+  EXPECT_FALSE(one.welch.p.has_value());
+  EXPECT_FALSE(one.significant);
+  EXPECT_EQ(Arm(*c, 0, 2).verdict, Verdict::kUnknown);
+  EXPECT_FALSE(Arm(*c, 0, 2).ratio.ratio.has_value());
+  const std::string json = RenderComparisonJson(*c);
+  EXPECT_THAT(json, Not(HasSubstr(": nan")));
+  EXPECT_THAT(json, Not(HasSubstr(": inf")));
+  EXPECT_THAT(json, HasSubstr("\"arm\": \"nan\", \"param\": \"threads=1\""));
+  EXPECT_THAT(RenderComparisonText(*c), HasSubstr("NaN (    NaN%)"));
+}
+
+TEST(CompareTest, EmptyArmsAndConstantArms) {
+  std::vector<Observation> obs;
+  Add(&obs, "flat", 7, 2, 3, 0, 0);  // every value 7
+  Add(&obs, "flat2", 7, 2, 3, 0, 0);
+  CompareOptions options;
+  options.arm_order = {"missing", "flat", "flat2"};  // the baseline has no samples
+  absl::StatusOr<Comparison> c = Compare(obs, options);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(Arm(*c, 0, 0).n, 0u);
+  EXPECT_EQ(Arm(*c, 0, 0).summary.why_undefined, "no samples");
+  EXPECT_EQ(Arm(*c, 0, 1).verdict, Verdict::kUnknown);
+  EXPECT_EQ(Arm(*c, 0, 1).ratio.why_undefined, "an arm has no samples");
+  EXPECT_THAT(RenderComparisonText(*c),
+              HasSubstr("Hmean      threads=1          NaN (    NaN%)         7.00 (    NaN%)"));
+
+  options.arm_order = {"flat", "flat2"};
+  c = Compare(obs, options);
+  ASSERT_TRUE(c.ok());
+  const ArmResult& flat = Arm(*c, 0, 1);
+  EXPECT_FALSE(flat.mwu.p.has_value());  // every value tied
+  EXPECT_FALSE(flat.welch.p.has_value());
+  EXPECT_FALSE(flat.significant);
+  EXPECT_STREQ(flat.ratio_ci_method, "percentile");  // BCa undefined: no resample below
+  EXPECT_EQ(flat.verdict, Verdict::kSame);
+  EXPECT_DOUBLE_EQ(*flat.hl.shift, 0);
+}
+
+TEST(RenderTest, JsonHasEveryFieldAndNullComparisonsForTheBaseline) {
+  std::vector<Observation> obs;
+  Add(&obs, "base", 100, 3, 4, 1, 1);
+  Add(&obs, "new", 103, 3, 4, 1, 1);
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  const std::string json = RenderComparisonJson(*c);
+  for (const char* field : {"arm",
+                            "param",
+                            "metric",
+                            "n",
+                            "boots",
+                            "min",
+                            "max",
+                            "amean",
+                            "hmean",
+                            "gmean",
+                            "stddev",
+                            "coeffvar",
+                            "bamean95",
+                            "pct_diff",
+                            "welch_t",
+                            "welch_df",
+                            "welch_p",
+                            "mwu_u",
+                            "mwu_p",
+                            "hl_shift",
+                            "hl_ci_low",
+                            "hl_ci_high",
+                            "ratio",
+                            "ratio_ci_low",
+                            "ratio_ci_high",
+                            "var_between_boots",
+                            "var_within_boots",
+                            "verdict",
+                            "recommend_iterations",
+                            "recommend_boots"}) {
+    EXPECT_THAT(json, HasSubstr(std::string("\"") + field + "\": ")) << field;
+  }
+  const size_t second = json.find("\"arm\": \"new\"");
+  ASSERT_NE(second, std::string::npos);
+  const std::string base = json.substr(0, second);
+  EXPECT_THAT(base, HasSubstr("\"pct_diff\": null"));
+  EXPECT_THAT(base, HasSubstr("\"welch_p\": null"));
+  EXPECT_THAT(base, HasSubstr("\"ratio_ci_low\": null"));
+  EXPECT_THAT(base, HasSubstr("\"verdict\": null"));
+  EXPECT_THAT(base, HasSubstr("\"n\": 12, \"boots\": 3"));
+  EXPECT_THAT(json.substr(second), HasSubstr("\"verdict\": \"better\""));
+  EXPECT_THAT(json, testing::StartsWith("[\n  {\"arm\": \"base\", \"param\": \"threads=1\""));
+
+  const std::string csv = RenderComparisonCsv(*c);
+  EXPECT_THAT(csv, testing::StartsWith("arm,param,param_name,param_value,metric,unit,better,n,"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+}
+
+TEST(RenderTest, TextTableMarksSignificantDifferences) {
+  std::vector<Observation> obs;
+  for (double v : {6395.44, 6405.44, 6400.0}) {
+    obs.push_back(
+        {"mmap", "", "threads", "1", 0, "records", "records/s", Direction::kHigherIsBetter, v});
+  }
+  for (double v : {6789.09, 6799.09, 6794.0}) {
+    obs.push_back(
+        {"malloc", "", "threads", "1", 0, "records", "records/s", Direction::kHigherIsBetter, v});
+  }
+  absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  const std::string text = RenderComparisonText(*c, "ebizzy");
+  const std::string kTable =
+      "ebizzy\n"
+      "\n"
+      "records (records/s, higher is better)\n"
+      "                                        mmap                  malloc\n"
+      "Min        threads=1      6395.44 (   0.00%)      6789.09 (   6.16%)\n"
+      "Hmean      threads=1      6400.29 (   0.00%)      6794.06 *   6.15%*\n"
+      "Stddev     threads=1         5.01 (   0.00%)         5.00 (   0.12%)\n"
+      "CoeffVar   threads=1         0.08 (   0.00%)         0.07 (   5.91%)\n"
+      "Max        threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
+      "BAmean-99  threads=1      6402.72 (   0.00%)      6796.55 (   6.15%)\n"
+      "BAmean-95  threads=1      6402.72 (   0.00%)      6796.55 (   6.15%)\n"
+      "\n"
+      "Verdicts\n";
+  EXPECT_EQ(text.substr(0, kTable.size()), kTable) << text;
+  EXPECT_THAT(text, HasSubstr("threads=1  malloc  better  ratio 1.0615"));
+  EXPECT_THAT(text, HasSubstr("one boot: the interval cannot include reboot-to-reboot variance"));
+}
+
+}  // namespace
+}  // namespace tlbfleet::report
+
+namespace tlbfleet::report {
+namespace {
+
+std::string ReadFixture(const std::string& name) {
+  // This file is controller/report/comparison_test.cc; fixtures live under tests/.
+  const std::string path =
+      std::string(__FILE__).substr(0, std::string(__FILE__).rfind("/controller/")) +
+      "/tests/fixtures/stats/" + name;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << path;
+  return text.str();
+}
+
+// The figures docs/statistics.md quotes from the real ebizzy run.
+TEST(WorkedExampleTest, EbizzyFiguresInTheDocs) {
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseObservationsCsv(ReadFixture("ebizzy-mmap-vs-malloc.csv"), Direction::kHigherIsBetter);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  absl::StatusOr<Comparison> c = Compare(*obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->groups.size(), 2u);
+  const ArmResult& malloc1 = Arm(*c, 0, 1);
+  EXPECT_EQ(malloc1.verdict, Verdict::kBetter);
+  EXPECT_NEAR(*malloc1.pct_diff, 39.89, 0.005);
+  EXPECT_NEAR(*malloc1.welch.p, 0.009844, 5e-7);
+  EXPECT_DOUBLE_EQ(*malloc1.mwu.u, 87);
+  EXPECT_NEAR(*malloc1.mwu.p, 0.005795, 5e-7);
+  EXPECT_NEAR(*malloc1.ratio.ratio, 1.3401, 5e-5);
+  EXPECT_NEAR(*malloc1.ratio_ci_low, 1.1341, 5e-5);
+  EXPECT_NEAR(*malloc1.ratio_ci_high, 1.6594, 5e-5);
+  const ArmResult& malloc2 = Arm(*c, 1, 1);
+  EXPECT_EQ(malloc2.verdict, Verdict::kBetter);
+  EXPECT_NEAR(*malloc2.ratio_ci_low, 1.0617, 5e-5);
+  EXPECT_THAT(RenderComparisonText(*c),
+              HasSubstr("Hmean      threads=1      3648.44 (   0.00%)      5103.89 *  39.89%*\n"));
+}
+
+TEST(WorkedExampleTest, SimulatedBootsFiguresInTheDocs) {
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseObservationsCsv(ReadFixture("simulated-boots.csv"), Direction::kHigherIsBetter);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  absl::StatusOr<Comparison> c = Compare(*obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  const std::string text = RenderComparisonText(*c);
+  EXPECT_THAT(text, HasSubstr("    - 93 % of the variance is between boots: add boots, not "
+                              "iterations\n    - to settle within ±1.00 %: 1 iteration per "
+                              "boot, 8 boots per arm (expected ±0.99 %"));
+  EXPECT_THAT(text, HasSubstr("threads=1  malloc  better  ratio 1.0325 [1.0192, 1.0435] bca"));
+  EXPECT_NEAR(*Arm(*c, 0, 1).significance_p, 0.0014, 5e-5);
+  EXPECT_EQ(*Arm(*c, 0, 1).advice.boots, 9);
+}
+
+}  // namespace
+}  // namespace tlbfleet::report
