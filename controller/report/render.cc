@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json.h"
 
 namespace tlbfleet::report {
 namespace {
@@ -153,30 +154,6 @@ std::vector<std::pair<const char*, Field>> Record(const GroupResult& g, const Ar
   };
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string Number(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? absl::StrFormat("%.15g", *v) : "";
 }
@@ -260,7 +237,7 @@ std::string RenderComparisonJson(const Comparison& comparison) {
           value = Number(*number);
           if (value.empty()) value = "null";
         } else if (const auto* text = std::get_if<std::string>(&field)) {
-          value = JsonString(*text);
+          value = JsonQuote(*text);
         } else {
           value = std::get<bool>(field) ? "true" : "false";
         }
