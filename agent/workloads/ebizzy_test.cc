@@ -240,7 +240,9 @@ TEST(CopyAllocatorTest, MmapAlwaysLoopDoesNotGrowTheAddressSpace) {
   ASSERT_TRUE(searcher.Run(kNeverStop, 10).ok());  // let lazily created mappings settle
   const size_t before = ReadMaps().size();
   ASSERT_TRUE(searcher.Run(kNeverStop, 2000).ok());
-  EXPECT_LE(ReadMaps().size(), before);
+  // 2000 copies that were never unmapped would add about 2000 mappings. A few new ones are
+  // the test runtime's own (ASan's allocator maps lazily), not copies.
+  EXPECT_LT(ReadMaps().size(), before + 100);
 }
 
 struct OptionCase {
