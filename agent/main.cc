@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
 #include "agent/runner/agent.h"
 #include "agent/workloads/bench_cli.h"
@@ -81,6 +82,9 @@ int AgentMain(int argc, char** argv) {
   options.labels = labels;
   options.workloads = tlbfleet::workloads::Registry::Get().Names();
   options.max_backoff_seconds = max_backoff;
+  // CPUID describes this machine, not a --sysroot tree.
+  tlbfleet::agent::HardwareCpuid cpuid;
+  if (sysroot_dir.empty()) options.cpuid = &cpuid;
   absl::StatusOr<std::unique_ptr<tlbfleet::agent::Agent>> agent =
       tlbfleet::agent::Agent::Create(std::move(options));
   if (!agent.ok()) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -26,11 +27,26 @@ bool DebugfsMounted(const Sysroot& sysroot) {
   return false;
 }
 
+// True if /proc/filesystems is readable and does not list debugfs.
+bool KernelLacksDebugfs(const Sysroot& sysroot) {
+  absl::StatusOr<std::string> fs = sysroot.Read("/proc/filesystems");
+  if (!fs.ok()) return false;
+  for (absl::string_view line : absl::StrSplit(*fs, '\n')) {
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (!fields.empty() && fields.back() == "debugfs") return false;
+  }
+  return true;
+}
+
 // Why opening the ceiling file failed with `err`, in the words an operator acts on.
 std::string FailureReason(const Sysroot& sysroot, int err, const std::string& lockdown) {
   switch (err) {
     case ENOENT:
       if (!sysroot.IsDirectory(kDebugfsX86Dir) && !DebugfsMounted(sysroot)) {
+        // The agent mounts debugfs itself (mounts.h); only root can.
+        if (sysroot.root().empty() && ::geteuid() != 0) return "not root";
+        if (KernelLacksDebugfs(sysroot)) return "no debugfs (kernel built without DEBUG_FS)";
         return "debugfs not mounted";
       }
       return "file absent (kernel older than 3.17 or not x86)";
@@ -114,18 +130,8 @@ absl::StatusOr<int64_t> ReadCeiling(const Sysroot& sysroot) {
 
 absl::StatusOr<int64_t> WriteCeiling(const Sysroot& sysroot, int64_t value) {
   std::string path = sysroot.Path(kCeilingPath);
-  int fd = sysroot.OpenFd(kCeilingPath, O_WRONLY | O_TRUNC);
-  if (fd < 0) return ErrnoStatus(-fd, absl::StrCat("open ", path, " for writing"));
-  std::string text = absl::StrCat(value, "\n");
-  ssize_t n;
-  do {
-    n = ::write(fd, text.data(), text.size());
-  } while (n < 0 && errno == EINTR);
-  int err = errno;
-  ::close(fd);
-  if (n < 0) return ErrnoStatus(err, absl::StrCat("write ", value, " to ", path));
-  if (static_cast<size_t>(n) != text.size()) {
-    return absl::InternalError(absl::StrCat("short write of ", value, " to ", path));
+  if (int err = sysroot.WriteText(kCeilingPath, absl::StrCat(value, "\n")); err != 0) {
+    return ErrnoStatus(err, absl::StrCat("write ", value, " to ", path));
   }
   absl::StatusOr<int64_t> back = ReadCeiling(sysroot);
   if (!back.ok()) return back.status();
@@ -136,14 +142,22 @@ absl::StatusOr<int64_t> WriteCeiling(const Sysroot& sysroot, int64_t value) {
   return *back;
 }
 
-absl::StatusOr<int64_t> ParseCeilingSpec(std::string_view spec) {
-  if (spec == "default") return kKernelDefaultCeiling;
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(std::string(spec), &value) || value < 0 || value >= (int64_t{1} << 31)) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid ceiling '", std::string(spec),
-                                                   "': want \"default\" or a page count"));
+absl::StatusOr<CeilingSpec> ParseCeilingSpec(std::string_view spec) {
+  if (spec == "default") return CeilingSpec{true, 0};
+  std::string text(spec);
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid ceiling '", text, "': want \"default\" or a page count in [0, 2147483647]"));
+  };
+  if (text.empty() || text[0] < '0' || text[0] > '9') return invalid();
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 0);
+  if (errno != 0 || end == nullptr || *end != '\0' ||
+      value > static_cast<unsigned long long>(kMaxCeiling)) {
+    return invalid();
   }
-  return value;
+  return CeilingSpec{false, static_cast<int64_t>(value)};
 }
 
 }  // namespace tlbfleet::agent

@@ -57,6 +57,20 @@ class FakeSysroot : public Sysroot {
     failures_[{std::string(abs_path), accmode}] = err;
   }
 
+  // Makes every later write to `abs_path` fail with `err` (the kernel rejecting a value);
+  // with `only_text`, only writes of exactly that text fail.
+  void FailWrite(std::string_view abs_path, int err, std::string only_text = "") {
+    write_failures_[std::string(abs_path)] = {err, std::move(only_text)};
+  }
+
+  int WriteText(std::string_view abs_path, std::string_view text) const override {
+    auto it = write_failures_.find(std::string(abs_path));
+    if (it != write_failures_.end() && (it->second.second.empty() || it->second.second == text)) {
+      return it->second.first;
+    }
+    return Sysroot::WriteText(abs_path, text);
+  }
+
   int OpenFd(std::string_view abs_path, int flags) const override {
     auto it = failures_.find({std::string(abs_path), flags & O_ACCMODE});
     if (it != failures_.end()) return -it->second;
@@ -65,6 +79,7 @@ class FakeSysroot : public Sysroot {
 
  private:
   std::map<std::pair<std::string, int>, int> failures_;
+  std::map<std::string, std::pair<int, std::string>> write_failures_;
 };
 
 }  // namespace tlbfleet::agent

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/microarch.h"
+#include "agent/kernel/topology.h"
 #include "common/files.h"
 #include "common/version.h"
 
@@ -58,8 +59,21 @@ absl::StatusOr<CpuInfoText> ParseCpuInfo(std::string_view text) {
   return out;
 }
 
+void MergeCpuid(const v1::CpuInfo& c, v1::CpuInfo& cpu) {
+  if (c.microarch() != kUnknownMicroarch || cpu.microarch().empty()) {
+    cpu.set_microarch(c.microarch());
+  }
+  cpu.set_dtlb_4k_entries(c.dtlb_4k_entries());
+  cpu.set_stlb_4k_entries(c.stlb_4k_entries());
+  cpu.set_pcid(c.pcid());
+  cpu.set_invpcid(c.invpcid());
+  cpu.set_hypervisor(c.hypervisor());
+  cpu.set_from_cpuid(true);
+}
+
 absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
-                                             const std::map<std::string, std::string>& labels) {
+                                             const std::map<std::string, std::string>& labels,
+                                             const CpuidSource* cpuid) {
   v1::HostInfo host;
   struct Required {
     const char* path;
@@ -88,6 +102,12 @@ absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
   }
   *host.mutable_cpu() = cpu->cpu;
   host.set_logical_cpus(cpu->logical_cpus);
+  if (cpuid != nullptr) {
+    if (std::optional<v1::CpuInfo> decoded = DecodeCpuid(*cpuid)) {
+      MergeCpuid(*decoded, *host.mutable_cpu());
+    }
+  }
+  FillCpuTopology(sysroot, &host);
   *host.mutable_ceiling() = ProbeCeiling(sysroot);
   for (const auto& [key, value] : labels) (*host.mutable_labels())[key] = value;
   host.set_agent_version(kVersion);

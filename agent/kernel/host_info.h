@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
 #include "tlbfleet/v1/common.pb.h"
 
@@ -25,7 +26,14 @@ absl::StatusOr<CpuInfoText> ParseCpuInfo(std::string_view text);
 // Fails (with the path in the message) if a file every Linux host has cannot be read:
 // /proc/cpuinfo, /proc/sys/kernel/{hostname,osrelease,random/boot_id}, /proc/cmdline.
 // /etc/machine-id is optional (minimal containers lack it): missing means "".
+// With `cpuid` (the real instruction when the sysroot is the real root; null for a fake
+// tree), the microarchitecture comes from the CPUID signature and the TLB sizes, PCID and
+// INVPCID are filled in (cpuid.h).
 absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
-                                             const std::map<std::string, std::string>& labels);
+                                             const std::map<std::string, std::string>& labels,
+                                             const CpuidSource* cpuid = nullptr);
+
+// Copies what CPUID knows into `cpu` (which holds the /proc/cpuinfo view).
+void MergeCpuid(const v1::CpuInfo& from_cpuid, v1::CpuInfo& cpu);
 
 }  // namespace tlbfleet::agent

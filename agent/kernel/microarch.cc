@@ -61,6 +61,7 @@ std::string IntelFamily6(uint32_t model, uint32_t stepping) {
       return "TigerLake";
     case 0x97:
     case 0x9A:
+    case 0xBE:  // Alder Lake-N (Gracemont cores only)
       return "AlderLake";
     case 0xB7:
     case 0xBA:
@@ -69,6 +70,12 @@ std::string IntelFamily6(uint32_t model, uint32_t stepping) {
     case 0xAA:
     case 0xAC:
       return "MeteorLake";
+    case 0xB5:
+    case 0xC5:
+    case 0xC6:
+      return "ArrowLake";
+    case 0xBD:
+      return "LunarLake";
     case 0x8F:
       return "SapphireRapids";
     case 0xCF:

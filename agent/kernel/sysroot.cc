@@ -20,6 +20,18 @@ int Sysroot::OpenFd(std::string_view abs_path, int flags) const {
   return fd >= 0 ? fd : -errno;
 }
 
+int Sysroot::WriteText(std::string_view abs_path, std::string_view text) const {
+  int fd = OpenFd(abs_path, O_WRONLY | O_TRUNC);
+  if (fd < 0) return -fd;
+  ssize_t n;
+  do {
+    n = ::write(fd, text.data(), text.size());
+  } while (n < 0 && errno == EINTR);
+  int err = n < 0 ? errno : (static_cast<size_t>(n) != text.size() ? EIO : 0);
+  ::close(fd);
+  return err;
+}
+
 absl::StatusOr<std::string> Sysroot::Read(std::string_view abs_path, int* err) const {
   if (err != nullptr) *err = 0;
   int fd = OpenFd(abs_path, O_RDONLY);

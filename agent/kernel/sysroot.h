@@ -26,6 +26,11 @@ class Sysroot {
   // Virtual so tests can inject errors a root-run test cannot produce with permissions.
   virtual int OpenFd(std::string_view abs_path, int flags) const;
 
+  // One write(2) of `text` to Path(abs_path) opened O_WRONLY|O_TRUNC: how sysfs/debugfs
+  // files are set. Returns 0, or the errno of the open or the write (the kernel's verdict on
+  // the value, e.g. EINVAL); a short write is EIO. Virtual so tests can inject rejections.
+  virtual int WriteText(std::string_view abs_path, std::string_view text) const;
+
   // Reads the whole file. On failure the status message carries the path and strerror;
   // `err` (if not null) receives the errno (0 on success).
   absl::StatusOr<std::string> Read(std::string_view abs_path, int* err = nullptr) const;

@@ -12,7 +12,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/kernel/ceiling_control.h"
+#include "agent/kernel/flush_profile.h"
 #include "agent/kernel/host_info.h"
+#include "agent/kernel/mounts.h"
 #include "agent/runner/agent_id.h"
 #include "agent/runner/backoff.h"
 #include "agent/runner/paths.h"
@@ -215,7 +218,11 @@ void Agent::Impl::Shutdown(const std::string& reason) {
 
 absl::Status Agent::Impl::RunConnection(bool* welcomed) {
   // Fresh every time: the ceiling's state (and after a reboot everything) may have changed.
-  absl::StatusOr<v1::HostInfo> host = CollectHostInfo(*options_.sysroot, options_.labels);
+  for (const std::string& e : EnsureKernelMounts(*options_.sysroot).errors) {
+    spdlog::warn("{}", e);
+  }
+  absl::StatusOr<v1::HostInfo> host =
+      CollectHostInfo(*options_.sysroot, options_.labels, options_.cpuid);
   if (!host.ok()) return host.status();
   // A new channel per attempt, so each attempt really dials instead of waiting out gRPC's
   // own reconnect backoff inside an old channel.
@@ -486,6 +493,14 @@ void Agent::Impl::JobThread(Job* job, const HostContext& host) {
   JobOptions options;
   options.sysroot = options_.sysroot;
   options.argv_for = options_.argv_for;
+  options.ceiling_journal = paths::CeilingJournalFile(options_.state_dir);
+  const std::string lease = job->assignment.lease_id();
+  options.progress = [this, lease](const std::string& text) {
+    v1::AgentMessage message;
+    message.mutable_progress()->set_lease_id(lease);
+    message.mutable_progress()->set_message(text);
+    Send(message);  // best effort: a note, not a result
+  };
   v1::SpooledJob record = RunJob(job->assignment, host, options, job->cancel.get());
   {
     // A job cut short because the agent stops is not a result: nothing is spooled, and
@@ -549,6 +564,26 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   if (!id.ok()) return id.status();
   absl::StatusOr<Spool> spool = Spool::Open(options.state_dir);
   if (!spool.ok()) return spool.status();
+  MountReport mounts = EnsureKernelMounts(*options.sysroot);
+  for (const std::string& m : mounts.mounted) spdlog::info("mounted {}", m);
+  for (const std::string& e : mounts.errors) spdlog::warn("{}", e);
+  if (options.sysroot->root().empty()) {
+    // A crashed agent's flush_profile recording would otherwise stay in tracefs.
+    if (int n = CleanStaleTraceInstances(); n > 0) {
+      spdlog::info("removed {} stale tracefs instance(s) of a previous agent", n);
+    }
+  }
+  absl::StatusOr<std::string> boot_id =
+      options.sysroot->ReadTrimmed("/proc/sys/kernel/random/boot_id");
+  if (!boot_id.ok()) return boot_id.status();
+  CeilingRecovery recovery =
+      RecoverCeiling(*options.sysroot, paths::CeilingJournalFile(options.state_dir), *boot_id);
+  if (recovery.outcome == CeilingRecovery::Outcome::kRestoreFailed ||
+      recovery.outcome == CeilingRecovery::Outcome::kCorrupt) {
+    spdlog::error("ceiling recovery: {}", recovery.detail);
+  } else {
+    spdlog::info("ceiling recovery: {}", recovery.detail);
+  }
   std::vector<std::string> corrupt;
   std::vector<v1::SpooledJob> spooled = spool->LoadAll(&corrupt);
   for (const std::string& reason : corrupt) spdlog::error("corrupt spool record: {}", reason);

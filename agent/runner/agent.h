@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
 #include "agent/runner/job.h"
 
@@ -42,6 +43,9 @@ struct AgentOptions {
   // A controller that accepts the stream but sends no Welcome within this is dropped.
   unsigned welcome_timeout_seconds = 30;
   ArgvBuilder argv_for = WorkloadArgv;
+  // The CPUID instruction for HostInfo's TLB facts; null (tests, a fake sysroot) leaves
+  // them out.
+  const CpuidSource* cpuid = nullptr;
 };
 
 class Agent {
@@ -49,7 +53,9 @@ class Agent {
   enum class State { kRecovering, kConnecting, kIdle, kRunning, kStopping };
   static const char* StateName(State state);
 
-  // Loads (or creates) the agent id and opens the spool, moving corrupt records aside.
+  // Loads (or creates) the agent id and opens the spool, moving corrupt records aside;
+  // mounts debugfs/securityfs/tracefs when missing (real root only) and restores the flush
+  // ceiling if the last run of the agent died mid-job in this boot (ceiling_control.h).
   static absl::StatusOr<std::unique_ptr<Agent>> Create(AgentOptions options);
   ~Agent();
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "agent/kernel/ceiling.h"
+#include "agent/kernel/ceiling_control.h"
 #include "agent/kernel/fake_sysroot_for_test.h"
 #include "agent/runner/paths.h"
 #include "agent/runner/spool.h"
@@ -351,6 +352,28 @@ TEST_F(AgentTest, SpoolSurvivesARestartAndIsResent) {
   rejected.mutable_completion_ack()->set_reason("lease expired");
   ASSERT_TRUE(controller_.Send(rejected));
   EXPECT_TRUE(SpoolDropsWithin("lease-old", 10s));
+}
+
+// The agent died (kill -9) with the ceiling changed; its next start in the same boot puts
+// the journaled original back before doing anything else.
+TEST_F(AgentTest, StartRestoresTheCeilingAfterACrashInTheSameBoot) {
+  root_.WriteFile(kCeilingPath, "512\n");
+  const std::string journal = paths::CeilingJournalFile(state_dir_);
+  ASSERT_TRUE(MakeDirs(state_dir_, 0700).ok());
+  ASSERT_TRUE(WriteCeilingJournal(journal, {"boot-1", 33}).ok());
+  StartAgent();
+  EXPECT_EQ(*ReadCeiling(root_), 33);
+  EXPECT_EQ(::access(journal.c_str(), F_OK), -1);
+}
+
+TEST_F(AgentTest, StartDiscardsACeilingJournalOfAnEarlierBoot) {
+  root_.WriteFile(kCeilingPath, "512\n");  // set by someone after the reboot: left alone
+  const std::string journal = paths::CeilingJournalFile(state_dir_);
+  ASSERT_TRUE(MakeDirs(state_dir_, 0700).ok());
+  ASSERT_TRUE(WriteCeilingJournal(journal, {"boot-0", 33}).ok());
+  StartAgent();
+  EXPECT_EQ(*ReadCeiling(root_), 512);
+  EXPECT_EQ(::access(journal.c_str(), F_OK), -1);
 }
 
 TEST_F(AgentTest, CancelKillsTheJob) {

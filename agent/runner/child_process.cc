@@ -79,8 +79,8 @@ void AppendTail(std::string& tail, const char* data, size_t n, size_t keep) {
 }
 
 // Runs in the child between fork and exec: async-signal-safe calls only, no allocation.
-[[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, int report_fd, char** argv,
-                            char** envp) {
+[[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, int report_fd, int go_read,
+                            int go_write, char** argv, char** envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
@@ -102,6 +102,13 @@ void AppendTail(std::string& tail, const char* data, size_t n, size_t keep) {
   // workload. CLOEXEC rather than close keeps report_fd until exec succeeds.
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 #endif
+  if (go_read >= 0) {
+    // Wait until the parent is done with us (ChildSpec::on_forked): it closes its end.
+    ::close(go_write);
+    char byte;
+    while (::read(go_read, &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
   ::execve(argv[0], argv, envp);
   int err = errno;
   ssize_t ignored = ::write(report_fd, &err, sizeof err);
@@ -162,11 +169,11 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
   }
   envp.push_back(nullptr);
 
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1}, go[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
-      ::pipe2(report, O_CLOEXEC) != 0) {
+      ::pipe2(report, O_CLOEXEC) != 0 || (spec.on_forked && ::pipe2(go, O_CLOEXEC) != 0)) {
     int e = errno;
-    for (int* p : {out, err, report}) {
+    for (int* p : {out, err, report, go}) {
       CloseFd(p[0]);
       CloseFd(p[1]);
     }
@@ -176,11 +183,16 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
   const pid_t parent = ::getpid();
   const Clock::time_point start = Clock::now();
   const pid_t pid = ::fork();
-  if (pid == 0) ExecChild(parent, out[1], err[1], report[1], argv.data(), envp.data());
+  if (pid == 0) {
+    ExecChild(parent, out[1], err[1], report[1], go[0], go[1], argv.data(), envp.data());
+  }
   int fork_err = errno;
   CloseFd(out[1]);
   CloseFd(err[1]);
   CloseFd(report[1]);
+  CloseFd(go[0]);
+  if (pid > 0 && spec.on_forked) spec.on_forked(pid);
+  CloseFd(go[1]);  // releases the child into exec
   if (pid < 0) {
     CloseFd(out[0]);
     CloseFd(err[0]);

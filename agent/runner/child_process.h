@@ -9,8 +9,11 @@
 //
 // Only async-signal-safe calls run between fork and exec; argv and envp are built before.
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,9 @@ struct ChildSpec {
   std::chrono::milliseconds timeout{0};  // 0 = none
   size_t stderr_tail_bytes = 4096;       // how much of stderr to keep (the end of it)
   size_t max_line_bytes = 64 * 1024;     // longer stdout lines are cut (and marked truncated)
+  // If set, called in the parent with the child's pid after fork and before the child
+  // execs (the child waits for it): perf counters attach here with enable_on_exec.
+  std::function<void(pid_t)> on_forked;
 };
 
 struct ChildResult {

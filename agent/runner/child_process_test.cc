@@ -120,6 +120,25 @@ TEST(ChildProcessTest, CancelKillsTheGroup) {
   EXPECT_TRUE(ProcessGoneWithin(grandchild, 5s)) << "grandchild " << grandchild << " survived";
 }
 
+// perf counters attach in on_forked with enable_on_exec: the child must not exec before the
+// hook returns.
+TEST(ChildProcessTest, OnForkedRunsBeforeTheChildExecs) {
+  TempDir dir;
+  const std::string marker = dir.path() + "/hooked";
+  ChildSpec spec = Shell("test -f " + marker + " && echo after-hook");
+  pid_t seen = 0;
+  spec.on_forked = [&](pid_t pid) {
+    seen = pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // give a racing exec a chance
+    std::ofstream(marker) << "x";
+  };
+  absl::StatusOr<ChildResult> r = RunChild(spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(seen, 0);
+  EXPECT_TRUE(r->succeeded()) << r->Describe() << ": " << r->stderr_tail;
+  EXPECT_EQ(r->stdout_lines, std::vector<std::string>{"after-hook"});
+}
+
 TEST(ChildProcessTest, MissingProgramIsAStartError) {
   ChildSpec spec;
   spec.argv = {"/nonexistent/tlbfleet-agent"};

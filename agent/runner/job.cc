@@ -5,7 +5,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "agent/kernel/ceiling.h"
+#include "agent/kernel/ceiling_control.h"
+#include "agent/kernel/monitor.h"
 #include "agent/runner/metric_line.h"
 #include "common/files.h"
 #include "spdlog/spdlog.h"
@@ -23,63 +24,6 @@ std::string StderrTail(const ChildResult& result) {
   std::string tail = Trim(result.stderr_tail);
   return tail.empty() ? "(no stderr output)" : tail;
 }
-
-// Sets the assignment's ceiling and restores the original value when destroyed.
-class CeilingGuard {
- public:
-  CeilingGuard(const Sysroot& sysroot, const v1::JobAssignment& a) : sysroot_(sysroot), a_(a) {}
-  ~CeilingGuard() { Restore(); }
-
-  // OK once the kernel holds the requested value; otherwise the reason the job fails.
-  absl::Status Apply() {
-    const std::string& spec = a_.ceiling();
-    absl::StatusOr<int64_t> want = ParseCeilingSpec(spec);
-    if (!want.ok()) return want.status();
-    v1::CeilingInfo probe = ProbeCeiling(sysroot_);
-    if (!probe.writable()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "ceiling ", spec,
-          " requested but the flush ceiling is not writable on this host: ", probe.reason()));
-    }
-    absl::StatusOr<int64_t> original = ReadCeiling(sysroot_);
-    if (!original.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot read the flush ceiling before setting ", spec, ": ",
-                       original.status().message()));
-    }
-    // TODO(journal): journal *original (fsync'd) before writing, so a crash mid-job can be
-    // undone on the next start in the same boot. See docs/agent.md.
-    original_ = *original;
-    absl::StatusOr<int64_t> applied = WriteCeiling(sysroot_, *want);
-    if (!applied.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot set the flush ceiling to ", spec, ": ", applied.status().message()));
-    }
-    applied_ = *applied;
-    spdlog::info("ceiling set to {} (was {}) {}", *applied, *original_, Ids(a_));
-    return absl::OkStatus();
-  }
-
-  std::optional<int64_t> applied() const { return applied_; }
-
-  void Restore() {
-    if (!original_.has_value()) return;
-    absl::StatusOr<int64_t> back = WriteCeiling(sysroot_, *original_);
-    if (back.ok()) {
-      spdlog::info("ceiling restored to {} {}", *original_, Ids(a_));
-    } else {
-      spdlog::error("cannot restore the flush ceiling to {}: {} {}", *original_,
-                    std::string(back.status().message()), Ids(a_));
-    }
-    original_.reset();
-  }
-
- private:
-  const Sysroot& sysroot_;
-  const v1::JobAssignment& a_;
-  std::optional<int64_t> original_;
-  std::optional<int64_t> applied_;
-};
 
 void Complete(v1::SpooledJob& job, v1::JobStatus status, std::string error) {
   v1::JobComplete* c = job.mutable_complete();
@@ -102,6 +46,33 @@ std::vector<std::string> WorkloadArgv(const v1::JobAssignment& assignment) {
   return argv;
 }
 
+namespace {
+
+void AddProvenance(const v1::JobAssignment& a, const HostContext& host,
+                   std::optional<int64_t> ceiling, v1::SpooledJob& job, v1::Sample s) {
+  s.set_run_id(a.run_id());
+  s.set_job_id(a.job_id());
+  s.set_lease_id(a.lease_id());
+  s.set_seq(static_cast<uint64_t>(job.samples_size()));
+  s.set_arm(a.arm());
+  s.set_param_name(a.param_name());
+  s.set_param_value(a.param_value());
+  s.set_iteration(a.iteration());
+  s.set_host(host.host.hostname());
+  s.set_agent_id(host.agent_id);
+  s.set_boot_id(host.host.boot_id());
+  s.set_kernel_release(host.host.kernel_release());
+  s.set_kernel_cmdline(host.host.kernel_cmdline());
+  s.set_microarch(host.host.cpu().microarch());
+  if (ceiling.has_value()) {
+    s.set_ceiling_applied(true);
+    s.set_ceiling(*ceiling);
+  }
+  *job.add_samples() = std::move(s);
+}
+
+}  // namespace
+
 v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
                       const JobOptions& options, CancelToken* cancel) {
   const auto start = std::chrono::steady_clock::now();
@@ -114,21 +85,75 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return job;
   };
+  auto note = [&](const std::string& text) {
+    spdlog::info("{} {}", text, Ids(a));
+    if (options.progress) options.progress(text);
+  };
 
-  CeilingGuard ceiling(*options.sysroot, a);
+  // Monitors are created (names checked) before anything on the host changes.
+  std::vector<std::unique_ptr<Monitor>> monitors;
+  for (const std::string& name : a.monitors()) {
+    absl::StatusOr<std::unique_ptr<Monitor>> m = CreateMonitor(name, *options.sysroot);
+    if (!m.ok()) return finish(v1::JOB_STATUS_FAILED, std::string(m.status().message()));
+    monitors.push_back(*std::move(m));
+  }
+
+  CeilingChanger ceiling(*options.sysroot, options.ceiling_journal, host.host.boot_id());
   if (!a.ceiling().empty()) {
-    if (absl::Status s = ceiling.Apply(); !s.ok()) {
-      return finish(v1::JOB_STATUS_FAILED, std::string(s.message()));
+    if (options.ceiling_journal.empty()) {
+      return finish(v1::JOB_STATUS_FAILED, "internal: no ceiling journal path for this job");
     }
+    absl::StatusOr<int64_t> applied = ceiling.Apply(a.ceiling());
+    if (!applied.ok()) {
+      if (absl::Status r = ceiling.Restore(); !r.ok()) {
+        spdlog::error("{} {}", std::string(r.message()), Ids(a));
+      }
+      return finish(v1::JOB_STATUS_FAILED, std::string(applied.status().message()));
+    }
+    spdlog::info("ceiling set to {} (spec '{}', was {}) {}", *applied, a.ceiling(),
+                 ceiling.original().value_or(-1), Ids(a));
+  }
+
+  size_t started = 0;
+  absl::Status start_error;
+  for (; started < monitors.size(); ++started) {
+    start_error = monitors[started]->Start();
+    if (!start_error.ok()) break;
+  }
+  if (!start_error.ok()) {
+    MonitorOutput ignored;
+    for (size_t i = 0; i < started; ++i) (void)monitors[i]->Stop(&ignored);
+    return finish(v1::JOB_STATUS_FAILED,
+                  absl::StrCat("monitor ", std::string(monitors[started]->name()),
+                               " cannot run on this host: ", start_error.message()));
   }
 
   ChildSpec spec;
   spec.argv = options.argv_for(a);
   spec.timeout = std::chrono::seconds(a.timeout_seconds());
+  if (!monitors.empty()) {
+    spec.on_forked = [&monitors](pid_t pid) {
+      for (auto& m : monitors) m->OnChildForked(pid);
+    };
+  }
   spdlog::info("workload {} starting (timeout {} s) {}", a.benchmark(), a.timeout_seconds(),
                Ids(a));
   absl::StatusOr<ChildResult> result = RunChild(spec, cancel);
-  ceiling.Restore();
+  MonitorOutput observed;
+  std::string monitor_error;
+  for (auto& m : monitors) {
+    if (absl::Status s = m->Stop(&observed); !s.ok() && monitor_error.empty()) {
+      monitor_error = absl::StrCat("monitor ", std::string(m->name()), ": ", s.message());
+    }
+  }
+  monitors.clear();
+  const std::optional<int64_t> applied = ceiling.applied();
+  if (absl::Status r = ceiling.Restore(); !r.ok()) {
+    spdlog::error("{} {}", std::string(r.message()), Ids(a));
+  } else if (applied.has_value()) {
+    spdlog::info("ceiling restored to its original value {}", Ids(a));
+  }
+  for (const std::string& n : observed.notes) note(n);
   if (!result.ok()) {
     return finish(v1::JOB_STATUS_FAILED, absl::StrCat("cannot start workload ", a.benchmark(), ": ",
                                                       result.status().message()));
@@ -146,27 +171,10 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
       }
       continue;
     }
-    v1::Sample& s = *job.add_samples();
-    s = *std::move(parsed);
-    s.set_run_id(a.run_id());
-    s.set_job_id(a.job_id());
-    s.set_lease_id(a.lease_id());
-    s.set_seq(static_cast<uint64_t>(job.samples_size() - 1));
-    s.set_arm(a.arm());
-    s.set_param_name(a.param_name());
-    s.set_param_value(a.param_value());
-    s.set_iteration(a.iteration());
-    s.set_host(host.host.hostname());
-    s.set_agent_id(host.agent_id);
-    s.set_boot_id(host.host.boot_id());
-    s.set_kernel_release(host.host.kernel_release());
-    s.set_kernel_cmdline(host.host.kernel_cmdline());
-    s.set_microarch(host.host.cpu().microarch());
-    if (ceiling.applied().has_value()) {
-      s.set_ceiling_applied(true);
-      s.set_ceiling(*ceiling.applied());
-    }
+    AddProvenance(a, host, applied, job, *std::move(parsed));
   }
+  const int workload_samples = job.samples_size();
+  for (v1::Sample& s : observed.samples) AddProvenance(a, host, applied, job, std::move(s));
 
   const std::string what = absl::StrCat("workload ", a.benchmark());
   switch (result->outcome) {
@@ -192,10 +200,11 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
     return finish(v1::JOB_STATUS_FAILED,
                   absl::StrCat(what, ": output truncated (line or total size limit)"));
   }
-  if (job.samples_size() == 0) {
+  if (workload_samples == 0) {
     return finish(v1::JOB_STATUS_FAILED,
                   absl::StrCat(what, " exited 0 but printed no metrics: ", StderrTail(*result)));
   }
+  if (!monitor_error.empty()) return finish(v1::JOB_STATUS_FAILED, monitor_error);
   return finish(v1::JOB_STATUS_SUCCEEDED, "");
 }
 

@@ -1,11 +1,14 @@
 #pragma once
 // Runs one JobAssignment from start to end on this host:
 //   1. if the assignment names a ceiling: check the host can write it (fail fast if not),
-//      remember the current value, write the new one and verify it by reading it back;
-//   2. run the workload in a child process (see child_process.h) with the assignment's
+//      journal the value this boot started with, write the new one and verify it by reading
+//      it back (agent/kernel/ceiling_control.h);
+//   2. start the assignment's monitors (agent/kernel/monitor.h);
+//   3. run the workload in a child process (see child_process.h) with the assignment's
 //      timeout;
-//   3. turn each JSON line of its output into a v1::Sample with full provenance;
-//   4. restore the original ceiling.
+//   4. stop the monitors; turn each JSON line of the workload's output, then each monitor
+//      figure, into a v1::Sample with full provenance;
+//   5. restore the original ceiling.
 // The result is the SpooledJob record the agent spools and sends. Nothing here talks to the
 // controller or touches the spool.
 
@@ -34,6 +37,11 @@ std::vector<std::string> WorkloadArgv(const v1::JobAssignment& assignment);
 struct JobOptions {
   const Sysroot* sysroot = nullptr;     // required; where the ceiling lives
   ArgvBuilder argv_for = WorkloadArgv;  // tests substitute /bin/sh scripts
+  // paths::CeilingJournalFile(state_dir); required when an assignment names a ceiling.
+  std::string ceiling_journal;
+  // Called with notes that are not results (e.g. "perf: dTLB-load-misses not supported");
+  // the agent sends them as JobProgress. May be empty.
+  std::function<void(const std::string&)> progress;
 };
 
 // Never fails as a function: every problem is a non-SUCCEEDED JobComplete in the record,

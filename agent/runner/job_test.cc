@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <map>
 
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/fake_sysroot_for_test.h"
@@ -55,6 +56,8 @@ class JobTest : public ::testing::Test {
                      CancelToken* cancel = nullptr) {
     JobOptions options;
     options.sysroot = &root_;
+    options.ceiling_journal = journal_;
+    options.progress = [this](const std::string& note) { notes_.push_back(note); };
     options.argv_for = [script](const v1::JobAssignment&) {
       return std::vector<std::string>{"/bin/sh", "-c", script};
     };
@@ -63,6 +66,8 @@ class JobTest : public ::testing::Test {
 
   TempDir dir_;
   FakeSysroot root_{dir_};
+  std::string journal_ = dir_.path() + "/ceiling-journal";
+  std::vector<std::string> notes_;
 };
 
 TEST(WorkloadArgvTest, RunsTheAgentBinaryInWorkloadMode) {
@@ -188,14 +193,100 @@ TEST_F(JobTest, CeilingIsAppliedDuringTheJobAndRestoredAfter) {
   }
 }
 
-TEST_F(JobTest, DefaultCeilingIsTheKernelDefault) {
+TEST_F(JobTest, DefaultCeilingIsTheValueThisBootStartedWith) {
   root_.WriteFile(kCeilingPath, "512\n");
   v1::JobAssignment a = Assignment();
   a.set_ceiling("default");
   v1::SpooledJob job = Run(kTwoLines, a);
   ASSERT_EQ(job.complete().status(), v1::JOB_STATUS_SUCCEEDED) << job.complete().error();
-  EXPECT_EQ(job.samples(0).ceiling(), kKernelDefaultCeiling);
+  EXPECT_TRUE(job.samples(0).ceiling_applied());
+  EXPECT_EQ(job.samples(0).ceiling(), 512);
   EXPECT_EQ(*ReadCeiling(root_), 512);
+}
+
+TEST_F(JobTest, CeilingIsJournaledWhileTheWorkloadRuns) {
+  root_.WriteFile(kCeilingPath, "33\n");
+  v1::JobAssignment a = Assignment();
+  a.set_ceiling("1");
+  std::string seen = dir_.path() + "/journal-seen";
+  v1::SpooledJob job = Run("cat " + journal_ + " > " + seen + "; " + kTwoLines, a);
+  ASSERT_EQ(job.complete().status(), v1::JOB_STATUS_SUCCEEDED) << job.complete().error();
+  EXPECT_EQ(*ReadFile(seen), "boot_id boot-1\noriginal 33\n");
+  EXPECT_EQ(::access(journal_.c_str(), F_OK), -1) << "journal left after the restore";
+  EXPECT_EQ(*ReadCeiling(root_), 33);
+}
+
+TEST_F(JobTest, KernelRejectingTheValueFailsTheJobAndRestores) {
+  root_.WriteFile(kCeilingPath, "33\n");
+  root_.FailWrite(kCeilingPath, ERANGE, "512\n");
+  v1::JobAssignment a = Assignment();
+  a.set_ceiling("512");
+  std::string marker = dir_.path() + "/ran";
+  v1::SpooledJob job = Run("touch " + marker + "; " + kTwoLines, a);
+  EXPECT_EQ(job.complete().status(), v1::JOB_STATUS_FAILED);
+  EXPECT_EQ(job.complete().error(), "cannot set the flush ceiling to 512: write 512 to " +
+                                        root_.Path(kCeilingPath) +
+                                        ": Numerical result out of range");
+  EXPECT_EQ(::access(marker.c_str(), F_OK), -1) << "the workload ran anyway";
+  EXPECT_EQ(*ReadCeiling(root_), 33);
+  EXPECT_EQ(::access(journal_.c_str(), F_OK), -1) << "restore did not complete";
+}
+
+TEST_F(JobTest, UnknownMonitorFailsBeforeAnything) {
+  v1::JobAssignment a = Assignment();
+  a.add_monitors("crystal_ball");
+  v1::SpooledJob job = Run(kTwoLines, a);
+  EXPECT_EQ(job.complete().status(), v1::JOB_STATUS_FAILED);
+  EXPECT_NE(job.complete().error().find("unknown monitor 'crystal_ball'"), std::string::npos)
+      << job.complete().error();
+}
+
+TEST_F(JobTest, MonitorSamplesFollowTheWorkloadsWithProvenance) {
+  root_.WriteFile("/proc/vmstat", "nr_free_pages 100\nnr_tlb_remote_flush 7\npgfault 10\n");
+  root_.WriteFile("/proc/interrupts",
+                  "           CPU0       CPU1\n  0:         40          0   IO-APIC    2-edge "
+                  "timer\nTLB:         10         20   TLB shootdowns\n");
+  v1::JobAssignment a = Assignment();
+  a.add_monitors("vmstat");
+  a.add_monitors("interrupts");
+  // The "workload" changes the counters the monitors diff.
+  std::string script = std::string(kTwoLines) +
+                       "; printf 'nr_free_pages 100\nnr_tlb_remote_flush 7\n" + "pgfault 15\n' > " +
+                       root_.Path("/proc/vmstat") +
+                       "; printf '           CPU0       CPU1\nTLB:         13         20   TLB "
+                       "shootdowns\n' > " +
+                       root_.Path("/proc/interrupts");
+  v1::SpooledJob job = Run(script, a);
+  ASSERT_EQ(job.complete().status(), v1::JOB_STATUS_SUCCEEDED) << job.complete().error();
+  std::map<std::string, double> got;
+  for (int i = 0; i < job.samples_size(); ++i) {
+    const v1::Sample& s = job.samples(i);
+    EXPECT_EQ(s.seq(), static_cast<uint64_t>(i));
+    EXPECT_EQ(s.lease_id(), "lease-7");
+    EXPECT_EQ(s.boot_id(), "boot-1");
+    if (i >= 2) got[s.metric() + "/" + s.series()] = s.value();
+  }
+  EXPECT_EQ(got, (std::map<std::string, double>{
+                     {"vmstat_pgfault/", 5},
+                     {"vmstat_nr_tlb_remote_flush/", 0},  // nr_tlb_* always reported
+                     {"tlb_shootdown_interrupts/cpu0", 3},
+                     {"tlb_shootdown_interrupts/cpu1", 0},
+                     {"tlb_shootdown_interrupts/total", 3},
+                 }));
+  EXPECT_EQ(job.complete().sample_count(), static_cast<uint64_t>(job.samples_size()));
+}
+
+TEST_F(JobTest, PerfNeverFailsTheJob) {
+  v1::JobAssignment a = Assignment();
+  a.add_monitors("perf");
+  v1::SpooledJob job = Run(kTwoLines, a);
+  ASSERT_EQ(job.complete().status(), v1::JOB_STATUS_SUCCEEDED) << job.complete().error();
+  // Whatever this machine supports: every counter is either a sample or a note.
+  int perf_samples = 0;
+  for (const v1::Sample& s : job.samples()) perf_samples += s.metric().rfind("perf_", 0) == 0;
+  int perf_notes = 0;
+  for (const std::string& n : notes_) perf_notes += n.rfind("perf: ", 0) == 0;
+  EXPECT_GE(perf_samples + perf_notes, 4) << perf_samples << " samples, " << perf_notes << " notes";
 }
 
 TEST_F(JobTest, CeilingIsRestoredAfterAFailedWorkloadToo) {

@@ -8,6 +8,10 @@ std::string AgentIdFile(std::string_view state_dir) {
   return absl::StrCat(std::string(state_dir), "/agent-id");
 }
 
+std::string CeilingJournalFile(std::string_view state_dir) {
+  return absl::StrCat(std::string(state_dir), "/ceiling-journal");
+}
+
 std::string SpoolDir(std::string_view state_dir) {
   return absl::StrCat(std::string(state_dir), "/spool");
 }

@@ -3,6 +3,8 @@
 //
 //   <state-dir>/
 //     agent-id                 persistent agent id (32 hex digits), created once
+//     ceiling-journal          the flush ceiling this boot started with, while changed
+//                              (agent/kernel/ceiling_control.h)
 //     spool/
 //       <lease_id>.pb          v1::SpooledJob of a finished job, until the controller acks it
 //       corrupt/
@@ -17,6 +19,7 @@
 namespace tlbfleet::agent::paths {
 
 std::string AgentIdFile(std::string_view state_dir);
+std::string CeilingJournalFile(std::string_view state_dir);
 std::string SpoolDir(std::string_view state_dir);
 std::string SpoolFile(std::string_view state_dir, std::string_view lease_id);
 std::string CorruptSpoolDir(std::string_view state_dir);
