@@ -4,12 +4,17 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/workloads/workload.h"
+#include "controller/scheduler/ncpus_expr.h"
+#include "controller/scheduler/run_spec.h"
 #include "controller/scheduler/run_spec_internal.h"
 
 namespace tlbfleet::scheduler {
@@ -84,7 +89,125 @@ void ResolveJob(const workloads::Workload* workload, uint32_t fixed_timeout, Job
       static_cast<uint32_t>(std::clamp<int64_t>(seconds, 1, std::numeric_limits<uint32_t>::max()));
 }
 
+// Evaluates one host-dependent bound and checks it against the sweep bounds, naming the
+// expression and the host's value in the error.
+absl::StatusOr<int64_t> EvaluateBound(const std::string& expr, const std::string& path, int64_t lo,
+                                      const HostTopology& topology) {
+  absl::StatusOr<int64_t> value = EvaluateNcpusExpr(expr, topology.cpus);
+  if (!value.ok()) return FieldError(path, value.status().message());
+  if (*value < lo || *value > kMaxSweepBound) {
+    return FieldError(path,
+                      absl::StrCat(expr, " = ", *value, " on this host (ncpus=", topology.cpus,
+                                   "); must be in [", lo, ", ", kMaxSweepBound, "]"));
+  }
+  return value;
+}
+
 }  // namespace
+
+HostTopology TopologyOf(const v1::HostInfo& host) {
+  HostTopology t;
+  const v1::CpuTopology& topo = host.topology();
+  t.cpus = topo.cpus() > 0 ? topo.cpus() : host.logical_cpus();
+  t.cpus_per_core = topo.cpus_per_core();
+  t.cpus_per_llc = topo.cpus_per_llc();
+  t.cpus_per_numa_node = topo.cpus_per_numa_node();
+  return t;
+}
+
+bool SweepDependsOnHost(const v1::SweepSpec& sweep) {
+  return !sweep.param().empty() &&
+         (sweep.policy() == "topology" || !sweep.min_expr().empty() || !sweep.max_expr().empty());
+}
+
+std::vector<int64_t> TopologySequence(int64_t min, int64_t max, const HostTopology& topology) {
+  if (min > max) return {};
+  std::set<int64_t> values = {min, max};
+  const int64_t n = topology.cpus;
+  for (int64_t level : {topology.cpus_per_core, topology.cpus_per_llc, topology.cpus_per_numa_node,
+                        n, 2 * n, 4 * n}) {
+    if (level > min && level < max) values.insert(level);
+  }
+  return {values.begin(), values.end()};
+}
+
+absl::StatusOr<v1::SweepSpec> ResolveSweepForHost(const v1::SweepSpec& sweep,
+                                                  const HostTopology& topology) {
+  v1::SweepSpec out = sweep;
+  out.clear_min_expr();
+  out.clear_max_expr();
+  if (!SweepDependsOnHost(sweep)) return out;
+  const std::string path = absl::StrCat("sweep.", sweep.param());
+  if (topology.cpus <= 0) {
+    return FieldError(path, "depends on the host's CPUs, but the host did not report them");
+  }
+  if (!sweep.min_expr().empty()) {
+    absl::StatusOr<int64_t> min =
+        EvaluateBound(sweep.min_expr(), path + ".min", kMinSweepBound, topology);
+    if (!min.ok()) return min.status();
+    out.set_min(*min);
+  }
+  if (!sweep.max_expr().empty()) {
+    absl::StatusOr<int64_t> max =
+        EvaluateBound(sweep.max_expr(), path + ".max", kMinSweepBound, topology);
+    if (!max.ok()) return max.status();
+    out.set_max(*max);
+  }
+  if (sweep.values_size() > 0) {  // a list capped by max_expr
+    const int64_t cap = out.max();
+    out.clear_values();
+    out.clear_min();
+    for (const std::string& value : sweep.values()) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n <= cap) out.add_values(value);
+    }
+    if (out.values_size() == 0) {
+      return FieldError(path + ".max", absl::StrCat(sweep.max_expr(), " = ", out.max(),
+                                                    " on this host (ncpus=", topology.cpus,
+                                                    ") leaves no value of the list"));
+    }
+    out.clear_max();
+    return out;
+  }
+  if (out.max() < out.min()) {
+    const std::string max_text = sweep.max_expr().empty()
+                                     ? absl::StrCat(out.max())
+                                     : absl::StrCat(sweep.max_expr(), " = ", out.max());
+    const std::string min_text = sweep.min_expr().empty()
+                                     ? absl::StrCat(out.min())
+                                     : absl::StrCat(sweep.min_expr(), " = ", out.min());
+    return FieldError(path + ".max", absl::StrCat(max_text, " is below min ", min_text,
+                                                  " on this host (ncpus=", topology.cpus, ")"));
+  }
+  if (sweep.policy() == "topology") {
+    out.clear_policy();
+    for (int64_t v : TopologySequence(out.min(), out.max(), topology)) {
+      out.add_values(absl::StrCat(v));
+    }
+    out.clear_min();
+    out.clear_max();
+  }
+  return out;
+}
+
+absl::StatusOr<SlotExpansion> ExpandSlotForHost(const v1::RunSpec& spec,
+                                                const HostTopology& topology) {
+  const std::string on_host = absl::StrCat(" (on a host with ncpus=", topology.cpus, ")");
+  absl::StatusOr<v1::SweepSpec> sweep = ResolveSweepForHost(spec.sweep(), topology);
+  if (!sweep.ok()) return sweep.status();
+  v1::RunSpec resolved = spec;
+  *resolved.mutable_sweep() = *std::move(sweep);
+  // Validated with every slot counted as this one, so the job limit holds for the run.
+  if (absl::Status s = ValidateRunSpec(resolved); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(std::string(s.message()), on_host));
+  }
+  resolved.mutable_hosts()->set_count(1);  // ExpandRun: this one slot
+  SlotExpansion out;
+  out.jobs = ExpandRun(resolved);
+  out.basis = absl::StrCat(resolved.sweep().param(), "=",
+                           absl::StrJoin(SweepValues(resolved.sweep()), ","));
+  return out;
+}
 
 std::vector<std::string> SweepValues(const v1::SweepSpec& sweep) {
   if (sweep.param().empty()) return {""};

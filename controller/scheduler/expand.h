@@ -7,10 +7,12 @@
 // A run with hosts.count = N has N host slots; each slot gets the full set of jobs, so
 // every taking-part host measures every arm.
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "tlbfleet/v1/common.pb.h"
 
 namespace tlbfleet::scheduler {
@@ -27,10 +29,51 @@ struct JobPlan {
   uint32_t timeout_seconds = 0;  // spec.job_timeout_seconds, or the workload's own bound
 };
 
+// What a host-dependent sweep needs to know about the host (from v1::HostInfo). Counts of
+// logical CPUs; 0 = unknown (that topology level is then left out).
+struct HostTopology {
+  int64_t cpus = 0;  // `ncpus`
+  int64_t cpus_per_core = 0;
+  int64_t cpus_per_llc = 0;
+  int64_t cpus_per_numa_node = 0;
+};
+
+// ncpus = topology.cpus when known, else logical_cpus.
+HostTopology TopologyOf(const v1::HostInfo& host);
+
+// True when the sweep values depend on the host that runs the jobs: the `topology` policy,
+// or a min/max given as an expression of ncpus. Such a run is expanded slot by slot, when a
+// host takes the slot (ExpandSlotForHost).
+bool SweepDependsOnHost(const v1::SweepSpec& sweep);
+
+// The `topology` sequence: min, then one step per topology level (cpus per core, per LLC,
+// per NUMA node, ncpus, 2*ncpus, 4*ncpus) strictly between min and max, then max; ascending,
+// without repeats.
+std::vector<int64_t> TopologySequence(int64_t min, int64_t max, const HostTopology& topology);
+
+// `sweep` with its host-dependent parts evaluated on `topology`: expressions become min/max,
+// a capped list loses the values above its cap, a topology policy becomes the explicit list.
+// INVALID_ARGUMENT naming the field (e.g. "sweep.threads.max: 2*ncpus = 8192 (ncpus=4096)
+// must be ...") when the result is out of bounds for `param_spec`'s range checks
+// (done by the caller through ValidateRunSpec) or empty.
+absl::StatusOr<v1::SweepSpec> ResolveSweepForHost(const v1::SweepSpec& sweep,
+                                                  const HostTopology& topology);
+
+// The jobs of one host slot of a host-dependent run (slot number 0: the caller sets it),
+// with `basis` naming the resolved sweep ("threads=1,2,4,8") so that a slot expanded for one
+// host can be handed to another host whose sweep is the same. Validates the resolved spec
+// (ValidateRunSpec); errors name the field and the host's ncpus.
+struct SlotExpansion {
+  std::string basis;
+  std::vector<JobPlan> jobs;
+};
+absl::StatusOr<SlotExpansion> ExpandSlotForHost(const v1::RunSpec& spec,
+                                                const HostTopology& topology);
+
 // The sweep values of `spec` in order: the explicit list, or the policy's sequence from min
 // to max (linear: min, min+1, ..., max; pow2: min, then powers of two above min, then max;
 // fib: 1, 2, 3, 5, 8, ... within [min, max], with min and max always included).
-// No sweep: one empty value.
+// No sweep: one empty value. Requires a sweep that does not depend on the host.
 std::vector<std::string> SweepValues(const v1::SweepSpec& sweep);
 
 // Requires a spec that passed ValidateRunSpec.

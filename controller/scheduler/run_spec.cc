@@ -14,10 +14,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/scheduler/ncpus_expr.h"
+#include "controller/scheduler/presets.h"
 #include "controller/scheduler/run_spec_internal.h"
 
 namespace tlbfleet::scheduler {
 namespace {
+
+// A topology sweep without max walks up to four times the machine, as mmtests does.
+constexpr char kTopologyDefaultMax[] = "4*ncpus";
 
 std::string ChildPath(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : absl::StrCat(parent, ".", key);
@@ -114,7 +119,9 @@ absl::Status ParseSweep(const YAML::Node& node, v1::SweepSpec* sweep) {
     if (value.IsSequence()) return ParseStringList(value, path, sweep->mutable_values());
     if (!value.IsMap()) return FieldError(path, "expected a list or a map");
     bool has_policy = false;
+    bool has_min = false;
     bool has_max = false;
+    bool has_values = false;
     sweep->set_min(1);
     absl::Status s = ForEachEntry(value, path, [&](const std::string& key, const YAML::Node& v) {
       const std::string field = ChildPath(path, key);
@@ -123,24 +130,70 @@ absl::Status ParseSweep(const YAML::Node& node, v1::SweepSpec* sweep) {
         if (!text.ok()) return text.status();
         sweep->set_policy(*text);
         has_policy = true;
+      } else if (key == "values") {
+        has_values = true;
+        if (!v.IsSequence()) return FieldError(field, "expected a list");
+        return ParseStringList(v, path, sweep->mutable_values());
       } else if (key == "min" || key == "max") {
-        absl::StatusOr<int64_t> n = ScalarInt(v, field, std::numeric_limits<int64_t>::min(),
-                                              std::numeric_limits<int64_t>::max());
-        if (!n.ok()) return n.status();
+        absl::StatusOr<std::string> text = ScalarText(v, field);
+        if (!text.ok()) return text.status();
+        // An integer, or an expression of ncpus; a constant expression is folded now.
+        int64_t n = 0;
+        if (!absl::SimpleAtoi(*text, &n)) {
+          absl::StatusOr<NcpusExpr> expr = ParseNcpusExpr(*text);
+          if (!expr.ok()) {
+            return FieldError(field, absl::StrCat("expected an integer or an expression of ncpus: ",
+                                                  expr.status().message()));
+          }
+          if (expr->uses_ncpus) {
+            (key == "min" ? sweep->mutable_min_expr() : sweep->mutable_max_expr())->assign(*text);
+          }
+          n = expr->constant.value_or(0);
+        }
         if (key == "min") {
-          sweep->set_min(*n);
+          sweep->set_min(n);
+          has_min = true;
         } else {
-          sweep->set_max(*n);
+          sweep->set_max(n);
           has_max = true;
         }
       } else {
-        return UnknownField(field, {"policy", "min", "max"});
+        return UnknownField(field, {"policy", "min", "max", "values"});
       }
       return absl::OkStatus();
     });
     if (!s.ok()) return s;
-    if (!has_policy) return FieldError(ChildPath(path, "policy"), "required (linear, pow2 or fib)");
-    if (!has_max) return FieldError(ChildPath(path, "max"), "required");
+    if (has_values) {
+      if (has_policy) {
+        return FieldError(ChildPath(path, "policy"), "give either values or a policy, not both");
+      }
+      sweep->set_min(0);
+      if (has_min) {
+        return FieldError(ChildPath(path, "min"), "a list takes no min (max caps it)");
+      }
+      if (has_max && sweep->max_expr().empty()) {
+        // A constant cap applies now: drop the values above it.
+        std::vector<std::string> kept;
+        for (const std::string& v : sweep->values()) {
+          int64_t n = 0;
+          if (!absl::SimpleAtoi(v, &n) || n <= sweep->max()) kept.push_back(v);
+        }
+        if (kept.empty()) {
+          return FieldError(ChildPath(path, "max"),
+                            absl::StrCat("caps every value of the list (max ", sweep->max(), ")"));
+        }
+        sweep->mutable_values()->Assign(kept.begin(), kept.end());
+      }
+      sweep->set_max(0);
+      return absl::OkStatus();
+    }
+    if (!has_policy) {
+      return FieldError(ChildPath(path, "policy"), "required (linear, pow2, fib or topology)");
+    }
+    if (!has_max) {
+      if (sweep->policy() != "topology") return FieldError(ChildPath(path, "max"), "required");
+      sweep->set_max_expr(kTopologyDefaultMax);
+    }
     return absl::OkStatus();
   });
 }
@@ -225,7 +278,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       return absl::OkStatus();
     }
     return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "arms", "hosts",
-                              "job_timeout_seconds", "monitors"});
+                              "job_timeout_seconds", "monitors", "preset"});
   });
 }
 
@@ -250,7 +303,17 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml, std::string_view
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": expected a map of run spec fields at the top level"));
     }
-    if (absl::Status s = ParseTopLevel(root, where, &spec); !s.ok()) return s;
+    YAML::Node doc = root;
+    if (root["preset"]) {
+      // Duplicate keys are refused before the overlay, which would hide them.
+      absl::Status unique = ForEachEntry(
+          root, "", [](const std::string&, const YAML::Node&) { return absl::OkStatus(); });
+      if (!unique.ok()) return unique;
+      absl::StatusOr<YAML::Node> merged = ApplyPreset(root);
+      if (!merged.ok()) return merged.status();
+      doc = *merged;
+    }
+    if (absl::Status s = ParseTopLevel(doc, where, &spec); !s.ok()) return s;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", e.msg));
     // yaml-cpp marks are 0-based; editors and compilers count from 1.

@@ -60,7 +60,8 @@ TEST(ParseRunSpecTest, ParsesTheExampleFile) {
   EXPECT_EQ(spec->job_timeout_seconds(), 0u);
 }
 
-// Every complete spec (a ```yaml block with a benchmark) in the documentation must parse.
+// Every complete spec (a ```yaml block with a benchmark, or one that starts from a preset) in
+// the documentation must parse.
 TEST(ParseRunSpecTest, DocumentedExamplesParse) {
   const std::string doc = ReadRepoFile("docs/run-spec.md");
   ASSERT_FALSE(doc.empty()) << "docs/run-spec.md not found";
@@ -71,7 +72,8 @@ TEST(ParseRunSpecTest, DocumentedExamplesParse) {
     const size_t end = doc.find("```", begin);
     ASSERT_NE(end, std::string::npos);
     const std::string block = doc.substr(begin, end - begin);
-    if (block.find("\nbenchmark:") == std::string::npos) continue;
+    const bool from_preset = block.rfind("preset:", 0) == 0;
+    if (block.find("\nbenchmark:") == std::string::npos && !from_preset) continue;
     absl::StatusOr<v1::RunSpec> spec = ParseRunSpec(block, "docs/run-spec.md");
     EXPECT_TRUE(spec.ok()) << spec.status() << "\n" << block;
     ++parsed;
@@ -210,8 +212,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "sweep.threads.max: must be an integer in [1, 4096], got \"8192\""},
         BadSpec{"PolicyMinAboveMax", WithLine("sweep: {threads: {policy: fib, min: 8, max: 4}}"),
                 "sweep.threads.max: must be an integer in [8, 1000000], got \"4\""},
-        BadSpec{"UnknownPolicy", WithLine("sweep: {threads: {policy: exp, min: 1, max: 4}}"),
-                "sweep.threads.policy: unknown policy \"exp\" (known: linear, pow2, fib)"},
+        BadSpec{
+            "UnknownPolicy", WithLine("sweep: {threads: {policy: exp, min: 1, max: 4}}"),
+            "sweep.threads.policy: unknown policy \"exp\" (known: linear, pow2, fib, topology)"},
         BadSpec{"PolicyOnEnumParameter",
                 WithLine("sweep: {prevent_coalescing: {policy: linear, min: 1, max: 2}}"),
                 "sweep.prevent_coalescing: a linear sweep needs an integer parameter"},

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/workloads/workload.h"
 #include "controller/scheduler/expand.h"
+#include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/scheduler/run_spec_internal.h"
 
@@ -119,7 +120,19 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
   if (sweep.values_size() > 0 && !sweep.policy().empty()) {
     return FieldError(path, "give either a list of values or a policy, not both");
   }
+  const std::string min_path = absl::StrCat(path, ".min");
+  const std::string max_path = absl::StrCat(path, ".max");
+  // Expressions are checked for syntax here and evaluated on the host (ExpandSlotForHost).
+  for (const auto& [expr, field] :
+       {std::pair(&sweep.min_expr(), &min_path), std::pair(&sweep.max_expr(), &max_path)}) {
+    if (expr->empty()) continue;
+    absl::StatusOr<NcpusExpr> parsed = ParseNcpusExpr(*expr);
+    if (!parsed.ok()) return FieldError(*field, parsed.status().message());
+  }
   if (sweep.values_size() > 0) {
+    if (!sweep.min_expr().empty()) {
+      return FieldError(min_path, "a list takes no min (max caps it on the host)");
+    }
     std::set<std::string> seen;
     for (int i = 0; i < sweep.values_size(); ++i) {
       const std::string field = absl::StrCat(path, "[", i, "]");
@@ -129,34 +142,41 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
         return FieldError(field, absl::StrCat("duplicate value ", Quote(value)));
       }
     }
+    if (!sweep.max_expr().empty() && spec->type != workloads::ParamType::kInt) {
+      return FieldError(max_path, "a capped list needs an integer parameter");
+    }
     return absl::OkStatus();
   }
   if (sweep.policy().empty()) {
     return FieldError(path, "at least one value (or a policy) is required");
   }
-  if (sweep.policy() != "linear" && sweep.policy() != "pow2" && sweep.policy() != "fib") {
-    return FieldError(
-        absl::StrCat(path, ".policy"),
-        absl::StrCat("unknown policy ", Quote(sweep.policy()), " (known: linear, pow2, fib)"));
+  if (sweep.policy() != "linear" && sweep.policy() != "pow2" && sweep.policy() != "fib" &&
+      sweep.policy() != "topology") {
+    return FieldError(absl::StrCat(path, ".policy"),
+                      absl::StrCat("unknown policy ", Quote(sweep.policy()),
+                                   " (known: linear, pow2, fib, topology)"));
   }
   if (spec->type != workloads::ParamType::kInt) {
     return FieldError(path, absl::StrCat("a ", sweep.policy(),
                                          " sweep needs an integer parameter; give a list of "
                                          "values instead"));
   }
-  const std::string min_path = absl::StrCat(path, ".min");
-  const std::string max_path = absl::StrCat(path, ".max");
-  if (sweep.min() < kMinSweepBound || sweep.min() > kMaxSweepBound) {
+  const bool fixed_min = sweep.min_expr().empty();
+  const bool fixed_max = sweep.max_expr().empty();
+  if (fixed_min && (sweep.min() < kMinSweepBound || sweep.min() > kMaxSweepBound)) {
     return RangeError(min_path, kMinSweepBound, kMaxSweepBound, absl::StrCat(sweep.min()));
   }
-  if (sweep.max() < sweep.min() || sweep.max() > kMaxSweepBound) {
-    return RangeError(max_path, sweep.min(), kMaxSweepBound, absl::StrCat(sweep.max()));
+  if (fixed_max &&
+      (sweep.max() < (fixed_min ? sweep.min() : kMinSweepBound) || sweep.max() > kMaxSweepBound)) {
+    return RangeError(max_path, fixed_min ? sweep.min() : kMinSweepBound, kMaxSweepBound,
+                      absl::StrCat(sweep.max()));
   }
-  // Every generated value lies in [min, max], so checking the ends checks them all.
-  if (absl::Status s = spec->Check(absl::StrCat(sweep.min())); !s.ok()) {
+  // Every generated value lies in [min, max], so checking the ends checks them all. The
+  // ends that depend on the host are checked when a host takes the run.
+  if (absl::Status s = spec->Check(absl::StrCat(sweep.min())); fixed_min && !s.ok()) {
     return FieldError(min_path, s.message());
   }
-  if (absl::Status s = spec->Check(absl::StrCat(sweep.max())); !s.ok()) {
+  if (absl::Status s = spec->Check(absl::StrCat(sweep.max())); fixed_max && !s.ok()) {
     return FieldError(max_path, s.message());
   }
   return absl::OkStatus();
@@ -221,6 +241,7 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 
 uint64_t SweepValueCount(const v1::SweepSpec& sweep) {
   if (sweep.param().empty()) return 1;
+  if (SweepDependsOnHost(sweep)) return 1;  // counted per slot when a host takes it
   if (sweep.values_size() > 0) return static_cast<uint64_t>(sweep.values_size());
   // A linear sweep is counted, not generated: it may be a million values long.
   if (sweep.policy() == "linear") return static_cast<uint64_t>(sweep.max() - sweep.min() + 1);
@@ -258,11 +279,21 @@ absl::Status CheckJobCount(const v1::RunSpec& spec) {
                          " sweep values x ", spec.arms_size(), " arms)"));
 }
 
+// The sweep values known before a host is chosen: all of them for a sweep that does not
+// depend on the host; for one that does, the list before its cap, or a fixed min; else none
+// (the arms' parameters are then checked without the swept one).
+std::vector<std::string> SubmitTimeSweepValues(const v1::SweepSpec& sweep) {
+  if (!SweepDependsOnHost(sweep)) return SweepValues(sweep);
+  if (sweep.values_size() > 0) return {sweep.values().begin(), sweep.values().end()};
+  if (sweep.min_expr().empty()) return {absl::StrCat(sweep.min())};
+  return {""};
+}
+
 // Each parameter may be valid alone yet the combination not (a workload may bound one
 // parameter by another), so every (arm, sweep value) pair goes through ResolveParams. This
 // also catches sweep values that differ in spelling only ("01" and "1").
 absl::Status CheckCombinations(const workloads::Workload& workload, const v1::RunSpec& spec) {
-  const std::vector<std::string> values = SweepValues(spec.sweep());
+  const std::vector<std::string> values = SubmitTimeSweepValues(spec.sweep());
   const std::string& swept = spec.sweep().param();
   std::map<std::string, std::string> base(spec.params().begin(), spec.params().end());
   for (int i = 0; i < spec.arms_size(); ++i) {
@@ -270,7 +301,7 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
     for (const auto& [name, value] : spec.arms(i).params()) merged[name] = value;
     std::map<std::string, size_t> canonical_values;  // canonical sweep value -> index
     for (size_t j = 0; j < values.size(); ++j) {
-      if (!swept.empty()) merged[swept] = values[j];
+      if (!swept.empty() && !values[j].empty()) merged[swept] = values[j];
       absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(workload, merged);
       if (!resolved.ok()) {
         const std::string at = swept.empty() ? "" : absl::StrCat(" at ", swept, "=", values[j]);

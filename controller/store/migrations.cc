@@ -83,6 +83,17 @@ CREATE TABLE samples (
 CREATE INDEX samples_by_run ON samples(run_id, metric, param_value, arm);
 CREATE INDEX samples_by_job ON samples(job_id);
 )sql"},
+      {3, "runs whose sweep depends on the host: expanded slot by slot", R"sql(
+ALTER TABLE runs ADD COLUMN expand_on_bind INTEGER NOT NULL DEFAULT 0;
+-- The sweep each expanded slot of such a run was computed for ("threads=1,2,4,8"). A host
+-- may take over a slot only if its own sweep is the same, or if nothing of the slot ran yet.
+CREATE TABLE slot_expansions (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  slot   INTEGER NOT NULL,
+  basis  TEXT NOT NULL,
+  PRIMARY KEY (run_id, slot)
+);
+)sql"},
   };
   return kMigrations;
 }

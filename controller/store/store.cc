@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -96,35 +97,57 @@ absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std:
                             .Bind(5, now_ms)
                             .Run());
     run_id = db_->LastInsertId();
-    TLB_ASSIGN_OR_RETURN(
-        Statement job,
-        db_->Prepare("INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
-                     " assignment, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued')"));
-    for (const scheduler::JobPlan& plan : jobs) {
-      v1::JobAssignment a;
-      a.set_run_id(absl::StrCat(run_id));
-      a.set_benchmark(spec.benchmark());
-      a.mutable_params()->insert(plan.params.begin(), plan.params.end());
-      a.set_arm(plan.arm);
-      a.set_param_name(plan.param_name);
-      a.set_param_value(plan.param_value);
-      a.set_iteration(plan.iteration);
-      a.set_ceiling(plan.ceiling);
-      a.set_timeout_seconds(plan.timeout_seconds);
-      for (const std::string& monitor : plan.monitors) a.add_monitors(monitor);
-      TLB_RETURN_IF_ERROR(job.Bind(1, run_id)
-                              .Bind(2, static_cast<int64_t>(plan.slot))
-                              .Bind(3, plan.arm)
-                              .Bind(4, plan.param_name)
-                              .Bind(5, plan.param_value)
-                              .Bind(6, static_cast<int64_t>(plan.iteration))
-                              .BindBlob(7, a.SerializeAsString())
-                              .Run());
-    }
-    return absl::OkStatus();
+    return InsertJobsLocked(run_id, spec, jobs, -1);
   });
   if (!s.ok()) return s;
   return absl::StrCat(run_id);
+}
+
+absl::StatusOr<std::string> Store::CreateDeferredRun(const v1::RunSpec& spec,
+                                                     const std::string& spec_yaml, int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement run,
+                       db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
+                                    " created_ms, expand_on_bind)"
+                                    " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, 1)"));
+  TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
+                          .Bind(2, spec.benchmark())
+                          .BindBlob(3, spec.SerializeAsString())
+                          .Bind(4, spec_yaml)
+                          .Bind(5, now_ms)
+                          .Run());
+  return absl::StrCat(db_->LastInsertId());
+}
+
+// `slot` >= 0 overrides the plans' slot numbers (a deferred run's slot expansion).
+absl::Status Store::InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
+                                     const std::vector<scheduler::JobPlan>& jobs, int64_t slot) {
+  TLB_ASSIGN_OR_RETURN(
+      Statement job,
+      db_->Prepare("INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
+                   " assignment, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued')"));
+  for (const scheduler::JobPlan& plan : jobs) {
+    v1::JobAssignment a;
+    a.set_run_id(absl::StrCat(run_id));
+    a.set_benchmark(spec.benchmark());
+    a.mutable_params()->insert(plan.params.begin(), plan.params.end());
+    a.set_arm(plan.arm);
+    a.set_param_name(plan.param_name);
+    a.set_param_value(plan.param_value);
+    a.set_iteration(plan.iteration);
+    a.set_ceiling(plan.ceiling);
+    a.set_timeout_seconds(plan.timeout_seconds);
+    for (const std::string& monitor : plan.monitors) a.add_monitors(monitor);
+    TLB_RETURN_IF_ERROR(job.Bind(1, run_id)
+                            .Bind(2, slot >= 0 ? slot : static_cast<int64_t>(plan.slot))
+                            .Bind(3, plan.arm)
+                            .Bind(4, plan.param_name)
+                            .Bind(5, plan.param_value)
+                            .Bind(6, static_cast<int64_t>(plan.iteration))
+                            .BindBlob(7, a.SerializeAsString())
+                            .Run());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Run> Store::LoadRunLocked(int64_t run_id) {
@@ -261,11 +284,35 @@ absl::Status Store::FailRun(const std::string& run_id, const std::string& error,
 absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::string& run_id,
                                                                      const std::string& agent_id,
                                                                      int64_t now_ms,
-                                                                     int64_t lease_ms) {
+                                                                     int64_t lease_ms,
+                                                                     const SlotExpander& expander) {
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
   absl::MutexLock lock(&mu_);
   std::optional<v1::JobAssignment> leased;
   absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(
+        Statement run_row,
+        db_->Prepare("SELECT spec, expand_on_bind, state FROM runs WHERE id = ?1"));
+    run_row.Bind(1, rid);
+    TLB_ASSIGN_OR_RETURN(bool run_found, run_row.Step());
+    if (!run_found) return absl::OkStatus();
+    int64_t only_slot = -1;  // a deferred run: lease from this slot only
+    if (run_row.Int(1) != 0) {
+      const std::string state = run_row.Text(2);
+      if (state != "queued" && state != "running") return absl::OkStatus();
+      v1::RunSpec spec;
+      spec.ParseFromString(run_row.Blob(0));
+      TLB_ASSIGN_OR_RETURN(Statement held, db_->Prepare("SELECT slot FROM run_slots"
+                                                        " WHERE run_id = ?1 AND agent_id = ?2"));
+      held.Bind(1, rid).Bind(2, agent_id);
+      TLB_ASSIGN_OR_RETURN(bool holds, held.Step());
+      if (!holds) {
+        TLB_ASSIGN_OR_RETURN(std::optional<int64_t> slot,
+                             PrepareDeferredSlotLocked(rid, spec, expander, now_ms));
+        if (!slot.has_value()) return absl::OkStatus();
+        only_slot = *slot;
+      }
+    }
     TLB_ASSIGN_OR_RETURN(
         Statement pick,
         db_->Prepare("SELECT j.id, j.slot, j.attempts, j.assignment, s.agent_id FROM jobs j"
@@ -273,8 +320,9 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
                      " WHERE j.run_id = ?1 AND j.state = 'queued' AND (s.agent_id = ?2 OR"
                      " (s.agent_id IS NULL AND NOT EXISTS (SELECT 1 FROM run_slots s2"
                      "   WHERE s2.run_id = j.run_id AND s2.agent_id = ?2)))"
+                     " AND (?3 < 0 OR j.slot = ?3)"
                      " ORDER BY j.id LIMIT 1"));
-    pick.Bind(1, rid).Bind(2, agent_id);
+    pick.Bind(1, rid).Bind(2, agent_id).Bind(3, only_slot);
     TLB_ASSIGN_OR_RETURN(bool row, pick.Step());
     if (!row) return absl::OkStatus();
     int64_t job_id = pick.Int(0);
@@ -311,6 +359,78 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
   });
   if (!s.ok()) return s;
   return leased;
+}
+
+absl::StatusOr<std::optional<int64_t>> Store::PrepareDeferredSlotLocked(
+    int64_t run_id, const v1::RunSpec& spec, const SlotExpander& expander, int64_t now_ms) {
+  if (!expander) return std::optional<int64_t>();
+  TLB_ASSIGN_OR_RETURN(Statement bound_q,
+                       db_->Prepare("SELECT slot FROM run_slots WHERE run_id = ?1"));
+  bound_q.Bind(1, run_id);
+  std::set<int64_t> bound;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, bound_q.Step());
+    if (!row) break;
+    bound.insert(bound_q.Int(0));
+  }
+  // This host's expansion, computed at most once and only when a free slot needs it.
+  std::optional<scheduler::SlotExpansion> mine;
+  absl::Status expand_error;
+  auto expand = [&]() -> bool {
+    if (mine.has_value()) return true;
+    absl::StatusOr<scheduler::SlotExpansion> e = expander(spec);
+    if (!e.ok()) {
+      expand_error = e.status();
+      return false;
+    }
+    mine = *std::move(e);
+    return true;
+  };
+  auto store_expansion = [&](int64_t slot, bool replace) -> absl::Status {
+    if (replace) {
+      TLB_ASSIGN_OR_RETURN(Statement drop,
+                           db_->Prepare("DELETE FROM jobs WHERE run_id = ?1 AND slot = ?2"
+                                        " AND state = 'queued'"));
+      TLB_RETURN_IF_ERROR(drop.Bind(1, run_id).Bind(2, slot).Run());
+    }
+    TLB_RETURN_IF_ERROR(InsertJobsLocked(run_id, spec, mine->jobs, slot));
+    TLB_ASSIGN_OR_RETURN(Statement basis,
+                         db_->Prepare("INSERT OR REPLACE INTO slot_expansions(run_id, slot, basis)"
+                                      " VALUES(?1, ?2, ?3)"));
+    return basis.Bind(1, run_id).Bind(2, slot).Bind(3, mine->basis).Run();
+  };
+  for (int64_t slot = 0; slot < static_cast<int64_t>(spec.hosts().count()); ++slot) {
+    if (bound.count(slot) > 0) continue;
+    TLB_ASSIGN_OR_RETURN(
+        Statement q, db_->Prepare("SELECT e.basis,"
+                                  " (SELECT COUNT(*) FROM jobs j WHERE j.run_id = ?1"
+                                  "  AND j.slot = ?2 AND j.state = 'queued'),"
+                                  " (SELECT COUNT(*) FROM jobs j WHERE j.run_id = ?1"
+                                  "  AND j.slot = ?2 AND j.state <> 'queued')"
+                                  " FROM slot_expansions e WHERE e.run_id = ?1 AND e.slot = ?2"));
+    q.Bind(1, run_id).Bind(2, slot);
+    TLB_ASSIGN_OR_RETURN(bool expanded, q.Step());
+    if (!expanded) {
+      if (!expand()) break;
+      TLB_RETURN_IF_ERROR(store_expansion(slot, false));
+      return std::optional<int64_t>(slot);
+    }
+    const std::string basis = q.Text(0);
+    const int64_t queued = q.Int(1);
+    const int64_t started = q.Int(2);
+    if (queued == 0) continue;
+    if (!expand()) break;
+    if (mine->basis == basis) return std::optional<int64_t>(slot);
+    if (started == 0) {
+      TLB_RETURN_IF_ERROR(store_expansion(slot, true));
+      return std::optional<int64_t>(slot);
+    }
+    // Half measured for another sweep: it waits for a host whose sweep is the same.
+  }
+  if (!expand_error.ok()) {
+    TLB_RETURN_IF_ERROR(FailRunLocked(run_id, std::string(expand_error.message()), now_ms));
+  }
+  return std::optional<int64_t>();
 }
 
 absl::StatusOr<bool> Store::RenewLease(const std::string& lease_id, const std::string& agent_id,
@@ -452,6 +572,16 @@ absl::Status Store::FinishRunIfDoneLocked(int64_t run_id, int64_t now_ms,
   const v1::JobCounts& c = run.jobs();
   if (run.state() != v1::RUN_STATE_RUNNING && run.state() != v1::RUN_STATE_QUEUED) return {};
   if (c.queued() + c.running() > 0) return absl::OkStatus();
+  // A deferred run is done only once every slot has been expanded (and run).
+  TLB_ASSIGN_OR_RETURN(Statement pending,
+                       db_->Prepare("SELECT r.expand_on_bind, (SELECT COUNT(*) FROM slot_expansions"
+                                    " e WHERE e.run_id = r.id) FROM runs r WHERE r.id = ?1"));
+  pending.Bind(1, run_id);
+  TLB_ASSIGN_OR_RETURN(bool has_run, pending.Step());
+  if (has_run && pending.Int(0) != 0 &&
+      pending.Int(1) < static_cast<int64_t>(run.spec().hosts().count())) {
+    return absl::OkStatus();
+  }
   std::string state = c.succeeded() == c.total() ? "succeeded" : "failed";
   TLB_ASSIGN_OR_RETURN(Statement upd,
                        db_->Prepare("UPDATE runs SET state = ?2, finished_ms = ?3 WHERE id = ?1"));

@@ -11,6 +11,7 @@
 //   | failed (a job failed; the rest are cancelled) | cancelled (by a user).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,10 @@ class Store {
   absl::StatusOr<std::string> CreateRun(const v1::RunSpec& spec, const std::string& spec_yaml,
                                         const std::vector<scheduler::JobPlan>& jobs,
                                         int64_t now_ms);
+  // Stores a run whose sweep depends on the host (scheduler::SweepDependsOnHost) without
+  // jobs: each host slot is expanded by LeaseNextJob when a host takes it.
+  absl::StatusOr<std::string> CreateDeferredRun(const v1::RunSpec& spec,
+                                                const std::string& spec_yaml, int64_t now_ms);
   absl::StatusOr<v1::Run> GetRun(const std::string& run_id);
   absl::StatusOr<std::vector<v1::Run>> ListRuns(uint32_t limit);
   // Cancels queued jobs and marks the run cancelled; returns the leases still running so the
@@ -91,10 +96,18 @@ class Store {
   // Leases the next queued job of `run_id` that `agent_id` may take: a job of the slot this
   // agent is bound to, or of an unbound slot when the agent holds no slot of this run (the
   // slot is then bound to it). Returns nullopt when there is none.
-  absl::StatusOr<std::optional<v1::JobAssignment>> LeaseNextJob(const std::string& run_id,
-                                                                const std::string& agent_id,
-                                                                int64_t now_ms,
-                                                                int64_t lease_ms);
+  //
+  // For a deferred run (CreateDeferredRun), `expander` computes the jobs of one slot for
+  // this agent's host; they are stored, the slot bound and the first job leased in one
+  // transaction. A slot expanded for another host is taken over only when `expander` gives
+  // the same basis, or when none of its jobs has run yet (it is then expanded again). An
+  // expander error fails the run with that error. Without an expander a deferred run
+  // leases nothing to an agent that holds no slot of it.
+  using SlotExpander =
+      std::function<absl::StatusOr<scheduler::SlotExpansion>(const v1::RunSpec& spec)>;
+  absl::StatusOr<std::optional<v1::JobAssignment>> LeaseNextJob(
+      const std::string& run_id, const std::string& agent_id, int64_t now_ms, int64_t lease_ms,
+      const SlotExpander& expander = nullptr);
   // Extends the lease if `agent_id` holds it. Returns false if it does not.
   absl::StatusOr<bool> RenewLease(const std::string& lease_id, const std::string& agent_id,
                                   int64_t now_ms, int64_t lease_ms);
@@ -121,6 +134,16 @@ class Store {
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
 
   absl::StatusOr<v1::Run> LoadRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
+                                const std::vector<scheduler::JobPlan>& jobs, int64_t slot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slot of deferred run `run_id` this agent may take (expanding it if needed), or
+  // nullopt; see LeaseNextJob.
+  absl::StatusOr<std::optional<int64_t>> PrepareDeferredSlotLocked(int64_t run_id,
+                                                                   const v1::RunSpec& spec,
+                                                                   const SlotExpander& expander,
+                                                                   int64_t now_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FinishRunIfDoneLocked(int64_t run_id, int64_t now_ms, CompletionResult* result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FailRunLocked(int64_t run_id, const std::string& error, int64_t now_ms)

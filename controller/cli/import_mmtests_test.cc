@@ -1,0 +1,175 @@
+#include "controller/cli/import_mmtests.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "controller/scheduler/expand.h"
+#include "controller/scheduler/run_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+
+std::string Fixture(const std::string& name) {
+  const std::filesystem::path path = std::filesystem::path(__FILE__).parent_path() / ".." / ".." /
+                                     "tests" / "fixtures" / "mmtests" / name;
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Every document of the import, parsed as a run spec.
+std::vector<v1::RunSpec> Specs(const MmtestsImport& imported) {
+  std::vector<v1::RunSpec> out;
+  for (const YAML::Node& doc : YAML::LoadAll(imported.yaml)) {
+    absl::StatusOr<v1::RunSpec> spec = scheduler::ParseRunSpec(YAML::Dump(doc), "import");
+    EXPECT_TRUE(spec.ok()) << spec.status() << "\n" << imported.yaml;
+    if (spec.ok()) out.push_back(*spec);
+  }
+  return out;
+}
+
+std::vector<std::string> Sweep(const v1::RunSpec& spec, int64_t ncpus) {
+  scheduler::HostTopology t;
+  t.cpus = ncpus;
+  absl::StatusOr<v1::SweepSpec> sweep = scheduler::ResolveSweepForHost(spec.sweep(), t);
+  EXPECT_TRUE(sweep.ok()) << sweep.status();
+  return sweep.ok() ? scheduler::SweepValues(*sweep) : std::vector<std::string>{};
+}
+
+TEST(ImportMmtestsTest, TlbflushPerformance) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-tlbflush-performance"), "config-tlbflush");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 3u);
+
+  EXPECT_EQ(specs[0].benchmark(), "pft");
+  EXPECT_EQ(specs[0].params().at("size_mb"), "512");
+  EXPECT_EQ(specs[0].iterations(), 10u);
+  EXPECT_EQ(specs[0].sweep().max_expr(), "ncpus");
+
+  EXPECT_EQ(specs[1].benchmark(), "ebizzy");
+  EXPECT_EQ(specs[1].params().at("seconds"), "10");
+  EXPECT_EQ(specs[1].iterations(), 100u);
+  EXPECT_EQ(specs[1].sweep().policy(), "topology");
+  EXPECT_EQ(specs[1].sweep().max_expr(), "ncpus*2");
+  EXPECT_THAT(Sweep(specs[1], 4), ElementsAre("1", "4", "8"));
+
+  EXPECT_EQ(specs[2].benchmark(), "tlbflush");
+  EXPECT_EQ(specs[2].params().at("entries"), "512");
+  EXPECT_EQ(specs[2].iterations(), 320u);
+  EXPECT_EQ(specs[2].sweep().policy(), "fib");
+  EXPECT_THAT(Sweep(specs[2], 4), ElementsAre("1", "2", "3", "5", "8"));
+
+  // Not silently dropped: the lines and variables no run spec uses.
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(HasSubstr("config-tlbflush:11: not an assignment (. $SHELLPACK_INCLUDE"),
+                          StartsWith("config-tlbflush:12: not an assignment (get_numa_details)"),
+                          StartsWith("config-tlbflush:15: RUN_MONITOR: not used"),
+                          StartsWith("config-tlbflush:16: MONITORS_ALWAYS: not used"),
+                          StartsWith("config-tlbflush:23: PFT_USE_PROCESSES: not used"),
+                          StartsWith("config-tlbflush:24: PFT_PAGESIZES: not used")));
+}
+
+TEST(ImportMmtestsTest, SchedulerPerformance) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-scheduler-performance"), "sched");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 3u);
+  EXPECT_EQ(specs[0].name(), "hackbench-pipes");
+  EXPECT_EQ(specs[0].params().at("ipc"), "pipe");
+  EXPECT_EQ(specs[0].params().at("loops"), "1000");
+  EXPECT_EQ(specs[1].params().at("ipc"), "socket");
+  EXPECT_EQ(specs[1].iterations(), 5u);
+  EXPECT_THAT(Sweep(specs[1], 16), ElementsAre("1", "3", "8", "13"));
+  EXPECT_EQ(specs[2].benchmark(), "pipetest");
+  EXPECT_EQ(specs[2].iterations(), 30u);
+  EXPECT_THAT(imported->warnings, IsEmpty());
+}
+
+TEST(ImportMmtestsTest, NetworkPerformance) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-network-performance"), "net");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[0].params().at("test"), "udp_stream");
+  EXPECT_THAT(scheduler::SweepValues(specs[0].sweep()),
+              ElementsAre("64", "128", "256", "1024", "2048", "3312", "4096", "8192", "16384"));
+  EXPECT_EQ(specs[1].params().at("test"), "tcp_stream");
+  EXPECT_EQ(specs[2].params().at("test"), "udp_rr");
+  EXPECT_TRUE(specs[2].sweep().param().empty());
+  EXPECT_EQ(specs[3].params().at("test"), "tcp_rr");
+  EXPECT_EQ(specs[3].params().at("seconds"), "10");
+  EXPECT_EQ(specs[3].iterations(), 5u);
+  EXPECT_THAT(imported->warnings, ElementsAre(StartsWith("net:7: NETPERF_NET_DEVICE: not used")));
+}
+
+TEST(ImportMmtestsTest, ReportsWhatItCannotImportAndNeverRunsIt) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(Fixture("config-awkward"), "awk");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].benchmark(), "ebizzy");
+  EXPECT_EQ(specs[0].sweep().min(), 4);  // $BASE_THREADS
+  EXPECT_EQ(specs[0].sweep().max_expr(), "(ncpus+(4))*2");
+  EXPECT_EQ(specs[0].params().count("seconds"), 0u);
+  EXPECT_EQ(specs[0].iterations(), 1u);
+  EXPECT_EQ(specs[1].benchmark(), "tlbflush");
+  EXPECT_EQ(specs[1].sweep().max_expr(), "2*ncpus");  // the default, MEMTOTAL is unknown
+  EXPECT_THAT(
+      imported->warnings,
+      ElementsAre(
+          "awk:2: MMTESTS: benchmark \"dbench4\" has no tlbfleet workload; not imported",
+          "awk:6: EBIZZY_DURATION: runs a command, and import-mmtests never runs the config; "
+          "left at the default",
+          "awk:7: EBIZZY_ITERATIONS: depends on NUMCPUS, which only a sweep bound may; left at "
+          "the default",
+          "awk:8: TLBFLUSH_MAX_THREADS: uses MEMTOTAL_BYTES, which tlbfleet cannot know before "
+          "the job runs; left at the default",
+          "awk:9: TLBFLUSH_MAX_ENTRIES: uses UNDEFINED_ENTRIES, which the config does not set; "
+          "left at the default",
+          "awk:10: DBENCH_DURATION: not used by any imported benchmark; ignored",
+          StartsWith("awk:11: not an assignment (if [ \"$NUMCPUS\" -gt 8 ]; then)"),
+          "awk:12: EBIZZY_ITERATIONS: set inside a conditional or a loop, which import-mmtests "
+          "does not evaluate; ignored",
+          StartsWith("awk:13: not an assignment (fi)")));
+}
+
+TEST(ImportMmtestsTest, RefusesAConfigWithoutBenchmarks) {
+  absl::StatusOr<MmtestsImport> none = ImportMmtestsConfig("export FOO=1\n", "c");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(), "c: no MMTESTS variable: which benchmarks does it run?");
+  absl::StatusOr<MmtestsImport> unknown = ImportMmtestsConfig("export MMTESTS=dbench4\n", "c");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(std::string(unknown.status().message()),
+              HasSubstr("none of the benchmarks in MMTESTS"));
+}
+
+TEST(ImportMmtestsTest, OutOfRangeValuesAreReportedNotEmitted) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(
+      "export MMTESTS=\"tlbflush pipetest\"\nexport TLBFLUSH_MAX_ENTRIES=0\n", "c");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_THAT(Specs(*imported), ::testing::SizeIs(1));
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("c:1: MMTESTS: benchmark \"tlbflush\" not imported: "
+                                     "params.entries: must be an integer in [1, ")));
+}
+
+}  // namespace
+}  // namespace tlbfleet::cli
