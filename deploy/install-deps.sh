@@ -14,6 +14,7 @@ packages=(
   libssl-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   util-linux procps
+  qemu-system-x86 busybox-static cpio xz-utils gzip binutils
 )
 
 missing=()

@@ -1,0 +1,384 @@
+// The microVM lab end to end (CTest label "vm"): Debian's own kernel in a QEMU (TCG) guest,
+// the agent in its initramfs dialling a controller on this host through QEMU user networking
+// (10.0.2.2 = the host's 127.0.0.1), a real ceiling write and a real tlb:tlb_flush profile.
+//
+//   1. `deploy/vm-lab/lab build` (kernel package cached) and a controller on 127.0.0.1:0;
+//   2. `lab up 1 --controller-port P`; wait for the guest's agent (ListHosts);
+//   3. its HostInfo: the lab kernel's release, ceiling readable + writable, value 33;
+//   4. ebizzy (mmap always, 512 KiB chunks = 128-page unmaps, 2 threads) with arms
+//      `ceiling: 1` and `ceiling: 512`, `monitors: [flush_profile]`;
+//   5. from the SQLite file: every sample says ceiling_applied=1 with its arm's value; the
+//      flush profile (recorded system-wide, so it also holds exec/setup/agent flushes) set
+//      against the unmaps ebizzy made (records/s × seconds): under ceiling 1 at least 0.9
+//      full flushes (pages=-1) per unmap, full flushes the majority, no 128-page ranged
+//      flush; under 512 at least 0.5 flushes per unmap in the bucket holding 128 pages,
+//      and at least 0.25 fewer full flushes per unmap than under ceiling 1;
+//   6. the controller is restarted on the same port, the agent reconnects and re-reports its
+//      HostInfo: same boot_id as the samples (no reboot in between) and ceiling 33 again.
+//
+// The guest's console log is printed on failure; TLBFLEET_KEEP_TEST_DIRS=1 keeps the
+// controller's directory (database, log).
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+namespace tlbfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::string LabScript() { return std::string(TLBFLEET_SOURCE_DIR) + "/deploy/vm-lab/lab"; }
+
+std::string LabDir() {
+  const char* env = std::getenv("TLBFLEET_VM_LAB_TEST_DIR");
+  return env != nullptr ? env : TLBFLEET_VM_LAB_DIR;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Tail(const std::string& text, size_t max_chars) {
+  return text.size() <= max_chars ? text : "…" + text.substr(text.size() - max_chars);
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// `lab <args...> --out <lab dir> --cache <kernel cache> --agent <build>/bin/tlbfleet-agent`.
+int Lab(std::vector<std::string> args, std::string* output) {
+  std::vector<std::string> argv = {"/bin/bash", LabScript()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--out", LabDir(), "--cache", TLBFLEET_VM_LAB_CACHE, "--agent",
+                           BinPath("tlbfleet-agent")});
+  return RunCommand(argv, output, /*merge_stderr=*/true);
+}
+
+std::string GuestConsole() { return ReadWholeFile(LabDir() + "/run/vm1.log"); }
+
+// Stops the lab's guests however the test ends.
+struct LabGuard {
+  ~LabGuard() {
+    std::string out;
+    Lab({"down"}, &out);
+  }
+};
+
+// A controller process on 127.0.0.1 (port 0 = any, or a fixed port for a restart), with a
+// FleetService stub.
+class HostController {
+ public:
+  HostController(const std::string& dir, int port, const std::string& log_name) {
+    std::string ready = dir + "/" + log_name + ".ready";
+    std::remove(ready.c_str());
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{BinPath("tlbfleet-controller"), "--grpc-listen",
+                                 "127.0.0.1:" + std::to_string(port), "--http-listen",
+                                 "127.0.0.1:0", "--db", dir + "/fleet.db", "--ready-file", ready},
+        dir + "/" + log_name + ".log");
+    std::string text;
+    WaitFor(
+        [&] {
+          text = ReadWholeFile(ready);
+          return text.find('}') != std::string::npos || !process_->Running();
+        },
+        30s);
+    std::smatch m;
+    if (std::regex_search(text, m, std::regex("\"grpc_port\":(\\d+)"))) port_ = std::stoi(m[1]);
+    stub_ = v1::FleetService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
+  }
+
+  int port() const { return port_; }
+  Process& process() { return *process_; }
+  v1::FleetService::Stub& fleet() { return *stub_; }
+
+  std::optional<v1::Host> ConnectedHost(const std::string& hostname) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    v1::ListHostsResponse response;
+    if (!stub_->ListHosts(&ctx, v1::ListHostsRequest(), &response).ok()) return std::nullopt;
+    for (const v1::Host& h : response.hosts()) {
+      if (h.connected() && h.info().hostname() == hostname &&
+          h.info().labels().count("vmlab") == 1) {
+        return h;
+      }
+    }
+    return std::nullopt;
+  }
+
+  v1::Run GetRun(const std::string& run_id) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::GetRunRequest request;
+    request.set_run_id(run_id);
+    v1::Run run;
+    stub_->GetRun(&ctx, request, &run);
+    return run;
+  }
+
+ private:
+  std::unique_ptr<Process> process_;
+  int port_ = 0;
+  std::unique_ptr<v1::FleetService::Stub> stub_;
+};
+
+// Rows of a query, every column as text (NULL as "").
+std::vector<std::vector<std::string>> Query(const std::string& db_path, const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    ADD_FAILURE() << "cannot open " << db_path;
+    return rows;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sqlite3_errmsg(db) << " in " << sql;
+  } else {
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
+        const unsigned char* text = sqlite3_column_text(stmt, i);
+        row.emplace_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return rows;
+}
+
+constexpr double kSeconds = 3;  // ebizzy's seconds in the spec below
+
+// 2 arms × 1 iteration. 512 KiB chunks: every record is a 128-page munmap, above the default
+// ceiling (33) and between the two arms' values.
+constexpr char kCeilingSpec[] = R"(
+name: vm-lab-ceiling-1-vs-512
+benchmark: ebizzy
+params: {threads: 2, seconds: 3, mmap: always, chunk_size: 524288}
+iterations: 1
+arms:
+  - {name: ceiling-1,   ceiling: 1}
+  - {name: ceiling-512, ceiling: 512}
+monitors: [flush_profile]
+hosts: {count: 1, labels: {vmlab: "1"}}
+)";
+
+// One arm's figures: the flush profile (tlb_flush_events summed over the arm's samples, by
+// series) and how many 128-page munmaps ebizzy made (one per record).
+struct ArmFigures {
+  double full = 0;       // pages=-1
+  double with_128 = 0;   // the pages bucket holding 128 (pages=128, pages=65-128, ...)
+  double all_pages = 0;  // every pages=... series
+  double unmaps = 0;     // records_per_sec (aggregate) × seconds
+  std::map<std::string, double> series;
+
+  std::string Describe() const {
+    std::string s = " unmaps~" + std::to_string(static_cast<int64_t>(unmaps)) + ":";
+    for (const auto& [k, v] : series) s += " " + k + "=" + std::to_string(static_cast<int64_t>(v));
+    return s;
+  }
+};
+
+// Does the bucket of a "pages=<bucket>" series hold 128 pages? "128", "65-128", "97..128".
+bool BucketHolds128(const std::string& bucket) {
+  std::smatch m;
+  if (std::regex_match(bucket, m, std::regex("(\\d+)"))) return std::stoll(m[1]) == 128;
+  if (std::regex_match(bucket, m, std::regex("(\\d+)(?:-|\\.\\.)(\\d+)"))) {
+    return std::stoll(m[1]) <= 128 && 128 <= std::stoll(m[2]);
+  }
+  return false;
+}
+
+TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
+  TempDir dir;
+  std::cout << "lab dir " << LabDir() << ", controller dir " << dir.path() << std::endl;
+
+  // 1. The lab (the kernel download is cached; the initramfs follows the agent binary).
+  auto t0 = Clock::now();
+  std::string out;
+  int rc = Lab({"build"}, &out);
+  ASSERT_EQ(rc, 0) << "lab build failed:\n" << out;
+  double build_s = Seconds(Clock::now() - t0);
+  std::string release = ReadWholeFile(LabDir() + "/release");
+  while (!release.empty() && std::isspace(static_cast<unsigned char>(release.back()))) {
+    release.pop_back();
+  }
+  ASSERT_FALSE(release.empty()) << "lab build wrote no release file\n" << out;
+
+  auto controller = std::make_unique<HostController>(dir.path(), 0, "controller");
+  ASSERT_GT(controller->port(), 0) << controller->process().Log();
+
+  // 2. One guest.
+  LabGuard guard;
+  Lab({"down"}, &out);  // a guest left over from an interrupted run
+  auto boot_start = Clock::now();
+  rc = Lab({"up", "1", "--controller-port", std::to_string(controller->port())}, &out);
+  ASSERT_EQ(rc, 0) << "lab up failed:\n" << out;
+  std::optional<v1::Host> host;
+  // Deadlines: the CTest timeout is 600 s and a killed test leaves its guest running (the
+  // next run's `lab down` stops it), so build + 180 + 200 + 60 s stay well inside it.
+  ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 180s))
+      << "the guest's agent did not connect within 180 s\n--- lab up\n" << out
+      << "\n--- guest console\n"
+      << Tail(GuestConsole(), 6000) << "\n--- controller\n" << Tail(controller->process().Log(), 3000);
+  double boot_s = Seconds(Clock::now() - boot_start);
+
+  // 3. What the guest says about itself.
+  const v1::HostInfo& info = host->info();
+  EXPECT_EQ(info.kernel_release(), release);
+  EXPECT_EQ(info.labels().at("vmlab"), "1");
+  EXPECT_NE(info.kernel_cmdline().find("tlbfleet.controller=10.0.2.2:" +
+                                       std::to_string(controller->port())),
+            std::string::npos)
+      << info.kernel_cmdline();
+  ASSERT_TRUE(info.ceiling().readable() && info.ceiling().writable())
+      << "ceiling not usable in the guest: " << info.ceiling().reason();
+  ASSERT_TRUE(info.ceiling().has_value());
+  EXPECT_EQ(info.ceiling().value(), 33);
+  const std::string boot_id = info.boot_id();
+  const std::string agent_id = host->agent_id();
+
+  // 4. The run.
+  std::string run_id;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::SubmitRunRequest request;
+    request.set_spec_yaml(kCeilingSpec);
+    request.set_source_name("vm-lab-test.yaml");
+    v1::SubmitRunResponse response;
+    grpc::Status s = controller->fleet().SubmitRun(&ctx, request, &response);
+    ASSERT_TRUE(s.ok()) << "submit refused: " << s.error_message();
+    EXPECT_EQ(response.jobs(), 2u);
+    run_id = response.run_id();
+  }
+  auto run_start = Clock::now();
+  v1::Run run;
+  WaitFor(
+      [&] {
+        run = controller->GetRun(run_id);
+        return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
+               run.state() == v1::RUN_STATE_CANCELLED;
+      },
+      200s);
+  double run_s = Seconds(Clock::now() - run_start);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED)
+      << "run " << run_id << ": " << run.error() << "\n--- guest console\n"
+      << Tail(GuestConsole(), 6000) << "\n--- controller\n" << Tail(controller->process().Log(), 3000);
+
+  // 5. The stored samples.
+  const std::string db = dir.path() + "/fleet.db";
+  const std::string where = "WHERE run_id = " + std::to_string(std::stoll(run_id));
+  auto ceilings = Query(db, "SELECT arm, ceiling_applied, IFNULL(ceiling, ''), COUNT(*), "
+                            "COUNT(DISTINCT boot_id), MIN(boot_id), MIN(host) FROM samples " +
+                                where + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+  std::map<std::string, std::string> expected = {{"ceiling-1", "1"}, {"ceiling-512", "512"}};
+  ASSERT_EQ(ceilings.size(), 2u) << "each arm's samples must carry exactly one ceiling";
+  for (const auto& row : ceilings) {
+    SCOPED_TRACE("arm " + row[0]);
+    ASSERT_TRUE(expected.count(row[0]) == 1);
+    EXPECT_EQ(row[1], "1") << "ceiling_applied";
+    EXPECT_EQ(row[2], expected[row[0]]) << "the ceiling read back in the guest";
+    EXPECT_EQ(row[4], "1");
+    EXPECT_EQ(row[5], boot_id);
+    EXPECT_EQ(row[6], "vm1");
+  }
+
+  // The profile is recorded system-wide, so it also holds the flushes of the workload's exec,
+  // setup and exit and of the agent itself (under TCG about as many as ebizzy's unmaps). So
+  // the unmaps are counted (records × 1) and compared with the buckets they must land in.
+  std::map<std::string, ArmFigures> arms;
+  for (const auto& row : Query(db, "SELECT arm, SUM(value) FROM samples " + where +
+                                       " AND metric = 'records_per_sec' AND series = '' "
+                                       "GROUP BY 1")) {
+    arms[row[0]].unmaps = std::stod(row[1]) * kSeconds;
+  }
+  for (const auto& row : Query(db, "SELECT arm, series, SUM(value) FROM samples " + where +
+                                       " AND metric = 'tlb_flush_events' GROUP BY 1, 2")) {
+    ArmFigures& a = arms[row[0]];
+    double v = std::stod(row[2]);
+    a.series[row[1]] = v;
+    if (row[1].rfind("pages=", 0) != 0) continue;
+    std::string bucket = row[1].substr(6);
+    a.all_pages += v;
+    if (bucket == "-1") a.full += v;
+    if (BucketHolds128(bucket)) a.with_128 += v;
+  }
+  const ArmFigures& one = arms["ceiling-1"];
+  const ArmFigures& many = arms["ceiling-512"];
+  std::cout << "ceiling 1:" << one.Describe() << "\nceiling 512:" << many.Describe() << std::endl;
+  EXPECT_GT(one.all_pages, 0) << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-1";
+  EXPECT_GT(many.all_pages, 0) << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-512";
+  EXPECT_GT(one.unmaps, 50) << "ebizzy made too few records to judge";
+  EXPECT_GT(many.unmaps, 50) << "ebizzy made too few records to judge";
+  {
+    SCOPED_TRACE("ceiling 1:" + one.Describe());
+    // Every unmap is a full flush: at least one pages=-1 event per unmap, and no ranged
+    // flush of 128 pages at all.
+    EXPECT_GE(one.full, 0.9 * one.unmaps) << "unmaps should be full flushes (pages=-1)";
+    EXPECT_GT(one.full, 0.5 * one.all_pages) << "full flushes (pages=-1) should dominate";
+    EXPECT_LE(one.with_128, 0.02 * one.unmaps) << "no ranged 128-page flushes expected";
+  }
+  {
+    SCOPED_TRACE("ceiling 512:" + many.Describe());
+    // The unmaps become ranged 128-page flushes (locally, and on the other CPU when it runs
+    // the other thread), and the full flushes per unmap drop by at least a quarter. Not every
+    // unmap: when the two threads unmap at the same time, a CPU that is more than one
+    // flush generation behind flushes everything (flush_tlb_func), so measured here 0.9-2.9
+    // ranged flushes per unmap and 0.24-2.8 full ones, against 3.2-3.5 under ceiling 1.
+    EXPECT_GE(many.with_128, 0.5 * many.unmaps) << "unmaps should be ranged 128-page flushes";
+    if (one.unmaps > 0 && many.unmaps > 0) {
+      EXPECT_LT(many.full / many.unmaps, one.full / one.unmaps - 0.25)
+          << "full flushes per unmap should fall when the unmaps become ranged flushes";
+    }
+  }
+
+  // 6. The ceiling after the run. The agent reports HostInfo (with a fresh probe of the
+  // ceiling) when it connects, so restart the controller on the same port and database.
+  const int port = controller->port();
+  controller->process().Signal(SIGTERM);
+  ASSERT_NE(controller->process().Wait(30s), -1) << "controller did not stop on SIGTERM";
+  controller = std::make_unique<HostController>(dir.path(), port, "controller-restarted");
+  ASSERT_EQ(controller->port(), port) << controller->process().Log();
+  ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 60s))
+      << "the guest's agent did not reconnect\n--- guest console\n" << Tail(GuestConsole(), 4000);
+  EXPECT_EQ(host->agent_id(), agent_id);
+  EXPECT_EQ(host->info().boot_id(), boot_id) << "the guest rebooted: the check below would prove nothing";
+  ASSERT_TRUE(host->info().ceiling().has_value()) << host->info().ceiling().reason();
+  EXPECT_EQ(host->info().ceiling().value(), 33) << "the guest's ceiling was not restored";
+
+  std::printf("vm-lab timings: lab build %.1f s, boot to agent connected %.1f s, "
+              "2-job ebizzy run (2 × 3 s) %.1f s\n",
+              build_s, boot_s, run_s);
+  ::testing::Test::RecordProperty("lab_build_seconds", std::to_string(build_s));
+  ::testing::Test::RecordProperty("boot_to_connected_seconds", std::to_string(boot_s));
+  ::testing::Test::RecordProperty("run_seconds", std::to_string(run_s));
+}
+
+}  // namespace
+}  // namespace tlbfleet::testing
