@@ -10,6 +10,8 @@
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "controller/report/compare.h"
+#include "controller/report/comparison.h"
+#include "controller/report/render.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/run_spec.h"
 #include "spdlog/spdlog.h"
@@ -41,6 +43,21 @@ v1::ControllerMessage Cancel(const std::string& lease_id, const std::string& rea
   m.mutable_cancel()->set_lease_id(lease_id);
   m.mutable_cancel()->set_reason(reason);
   return m;
+}
+
+// Expands a host-dependent run's slot for `host`; errors name the host.
+store::Store::SlotExpander SlotExpanderFor(const std::string& run_id, const v1::HostInfo& host) {
+  return [&run_id, &host](const v1::RunSpec& spec) -> absl::StatusOr<scheduler::SlotExpansion> {
+    absl::StatusOr<scheduler::SlotExpansion> e =
+        scheduler::ExpandSlotForHost(spec, scheduler::TopologyOf(host));
+    if (e.ok()) {
+      spdlog::info("run={} host={} ncpus={}: sweep {} ({} jobs per slot)", run_id, host.hostname(),
+                   scheduler::TopologyOf(host).cpus, e->basis, e->jobs.size());
+      return e;
+    }
+    return absl::Status(e.status().code(), absl::StrCat("host ", host.hostname(), ": ",
+                                                        std::string(e.status().message())));
+  };
 }
 
 }  // namespace
@@ -280,7 +297,8 @@ void Controller::DispatchLocked(Session& session) {
   for (const store::ActiveRun& run : *runs) {
     if (!HostMatches(run.spec, session.host)) continue;
     absl::StatusOr<std::optional<v1::JobAssignment>> job =
-        store_.LeaseNextJob(run.run_id, session.agent_id, Now(), options_.lease_ms);
+        store_.LeaseNextJob(run.run_id, session.agent_id, Now(), options_.lease_ms,
+                            SlotExpanderFor(run.run_id, session.host));
     if (!job.ok()) {
       spdlog::error("dispatch run={} to agent={}: {}", run.run_id, session.agent_id,
                     job.status().ToString());
@@ -358,10 +376,19 @@ absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec
                                                          const std::string& source) {
   TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
                        scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
-  std::vector<scheduler::JobPlan> jobs = scheduler::ExpandRun(spec);
-  TLB_ASSIGN_OR_RETURN(std::string run_id, store_.CreateRun(spec, spec_yaml, jobs, Now()));
-  spdlog::info("run={} submitted: {} ({}, {} arms, {} jobs)", run_id, spec.name(), spec.benchmark(),
-               spec.arms_size(), jobs.size());
+  std::vector<scheduler::JobPlan> jobs;
+  std::string run_id;
+  if (scheduler::SweepDependsOnHost(spec.sweep())) {
+    // The sweep is known only once a host takes a slot: LeaseNextJob expands it then.
+    TLB_ASSIGN_OR_RETURN(run_id, store_.CreateDeferredRun(spec, spec_yaml, Now()));
+  } else {
+    jobs = scheduler::ExpandRun(spec);
+    TLB_ASSIGN_OR_RETURN(run_id, store_.CreateRun(spec, spec_yaml, jobs, Now()));
+  }
+  spdlog::info(
+      "run={} submitted: {} ({}, {} arms, {})", run_id, spec.name(), spec.benchmark(),
+      spec.arms_size(),
+      jobs.empty() ? std::string("jobs expanded per host") : absl::StrCat(jobs.size(), " jobs"));
   v1::SubmitRunResponse response;
   response.set_run_id(run_id);
   response.set_jobs(static_cast<uint32_t>(jobs.size()));
@@ -439,7 +466,15 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_i
   report.set_title(absl::StrCat(run.spec().benchmark(), " — run ", run_id, " (", run.spec().name(),
                                 "), ", v1::RunState_Name(run.state())));
   v1::CompareResponse response;
-  response.set_text(report::RenderText(report));
+  // The text is the full comparison (tests, verdicts, boot-level notes), the same code the
+  // CLI runs for JSON/CSV and offline CSV; the plain table stands in until there are samples.
+  report::CompareOptions options;
+  options.arm_order = arms;
+  absl::StatusOr<report::Comparison> full =
+      report::Compare(report::ObservationsFromSamples(samples), options);
+  response.set_text(full.ok() && !full->groups.empty()
+                        ? report::RenderComparisonText(*full, report.title())
+                        : report::RenderText(report));
   *response.mutable_report() = std::move(report);
   return response;
 }

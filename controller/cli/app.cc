@@ -11,6 +11,7 @@
 #include "controller/cli/commands.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fleet_client.h"
+#include "controller/cli/import_mmtests.h"
 
 namespace tlbfleet::cli {
 
@@ -118,10 +119,35 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   results->add_option("RUN", run_id, "run id")->required();
   AddFormatOption(results, &results_format, {"csv", "json"});
 
+  std::string from_csv;
+  bool lower_is_better = false;
   CLI::App* compare = app.add_subcommand("compare", "compare a run's arms (mmtests style)");
-  compare->add_option("RUN", run_id, "run id")->required();
+  CLI::Option* compare_run = compare->add_option("RUN", run_id, "run id");
+  CLI::Option* compare_csv = compare->add_option(
+      "--from-csv", from_csv,
+      "offline: compare samples from a CSV file (arm,boot,param,iteration,metric,value)");
+  compare_run->excludes(compare_csv);
+  compare
+      ->add_flag("--lower-is-better", lower_is_better,
+                 "with --from-csv: lower values are better (default: higher)")
+      ->needs(compare_csv);
   compare->add_option("--baseline", baseline, "arm to compare against (default: first arm)");
-  AddFormatOption(compare, &format, {"text", "json"});
+  AddFormatOption(compare, &format, {"text", "json", "csv"});
+
+  std::vector<std::string> profile_arms;
+  std::string profile_param;
+  CLI::App* profile =
+      app.add_subcommand("profile", "a run's TLB flush profile (sizes and reasons) per arm");
+  profile->add_option("RUN", run_id, "run id")->required();
+  profile->add_option("--arm", profile_arms, "only this arm (repeatable; default: all)");
+  profile->add_option("--param", profile_param, "only this sweep value (default: all)");
+  AddFormatOption(profile, &format, {"text", "json"});
+
+  std::string mmtests_config;
+  CLI::App* import_mmtests = app.add_subcommand(
+      "import-mmtests", "print run specs (YAML) for an mmtests config file; never runs it");
+  import_mmtests->add_option("CONFIG", mmtests_config, "mmtests config file, or - for stdin")
+      ->required();
 
   try {
     app.parse(argc, argv);
@@ -129,6 +155,8 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitUsage;
   }
+
+  if (import_mmtests->parsed()) return ImportMmtestsCommand(mmtests_config, out, err);
 
   FleetClientOptions options;
   options.address = controller;
@@ -150,7 +178,19 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (cancel->parsed()) return commands.Cancel(run_id);
   if (hosts->parsed()) return commands.Hosts(ParseFormat(format));
   if (results->parsed()) return commands.Results(run_id, ParseFormat(results_format));
-  if (compare->parsed()) return commands.Compare(run_id, baseline, ParseFormat(format));
+  if (profile->parsed()) {
+    return commands.Profile(run_id, profile_arms, profile_param, ParseFormat(format));
+  }
+  if (compare->parsed()) {
+    if (!from_csv.empty()) {
+      return commands.CompareFromCsv(from_csv, baseline, lower_is_better, ParseFormat(format));
+    }
+    if (run_id.empty()) {
+      err << "tlbfleet: compare needs RUN or --from-csv FILE\n";
+      return kExitUsage;
+    }
+    return commands.Compare(run_id, baseline, ParseFormat(format));
+  }
   err << "tlbfleet: no command given; see tlbfleet --help\n";
   return kExitUsage;
 }

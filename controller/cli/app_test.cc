@@ -53,6 +53,26 @@ TEST_F(AppTest, BadFormatIsUsageError) {
   EXPECT_EQ(Run({"run"}), kExitUsage);  // RUN missing
 }
 
+TEST_F(AppTest, CompareNeedsExactlyOneSource) {
+  EXPECT_EQ(Run({"compare"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("RUN or --from-csv"));
+  EXPECT_EQ(Run({"compare", "7", "--from-csv", "x.csv"}), kExitUsage);
+  EXPECT_EQ(Run({"compare", "7", "--lower-is-better"}), kExitUsage);  // needs --from-csv
+  EXPECT_EQ(Run({"compare", "--from-csv", "x.csv", "--format", "xml"}), kExitUsage);
+}
+
+TEST_F(AppTest, CompareFromCsvRunsOfflineWithoutAController) {
+  const std::string path = ::testing::TempDir() + "/app_compare.csv";
+  std::ofstream(path) << "arm,boot,param,iteration,metric,value\n"
+                         "a,1,,0,lat,10\na,1,,1,lat,11\nb,1,,0,lat,20\nb,1,,1,lat,21\n";
+  EXPECT_EQ(Run({"--controller", kNowhere, "compare", "--from-csv", path, "--lower-is-better",
+                 "--format", "json"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("\"arm\": \"b\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"better\": \"lower\""));
+}
+
 TEST_F(AppTest, UnreachableControllerExitsFour) {
   EXPECT_EQ(Run({"--controller", kNowhere, "hosts"}), kExitUnreachable);
   EXPECT_THAT(err_.str(),

@@ -6,6 +6,10 @@
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/format.h"
 #include "controller/cli/progress.h"
+#include "controller/cli/yaml_documents.h"
+#include "controller/report/comparison.h"
+#include "controller/report/flush_profile.h"
+#include "controller/report/render.h"
 #include "fmt/format.h"
 
 namespace tlbfleet::cli {
@@ -26,6 +30,19 @@ std::string DescribeEnd(const v1::Run& run) {
                        jobs.cancelled(), jobs.total());
   }
   return text;
+}
+
+std::string RenderComparison(const report::Comparison& comparison, OutputFormat format,
+                             const std::string& title) {
+  switch (format) {
+    case OutputFormat::kJson:
+      return report::RenderComparisonJson(comparison);
+    case OutputFormat::kCsv:
+      return report::RenderComparisonCsv(comparison);
+    case OutputFormat::kText:
+      break;
+  }
+  return report::RenderComparisonText(comparison, title);
 }
 
 }  // namespace
@@ -51,15 +68,35 @@ int Commands::Submit(const std::string& file) {
     std::string reason(spec.status().message());  // "<path>: <strerror>"
     return Error(kExitUsage, "cannot read run spec: " + reason);
   }
-  v1::SubmitRunRequest request;
-  request.set_spec_yaml(*std::move(spec));
-  request.set_source_name(from_stdin ? "<stdin>" : file);
-  v1::SubmitRunResponse response;
-  grpc::Status status = client_.SubmitRun(request, &response);
-  if (!status.ok()) return RpcFailure(status, "");
-  out_ << fmt::format("submitted run {} ({} job{})\n", response.run_id(), response.jobs(),
-                      response.jobs() == 1 ? "" : "s")
-       << response.run_id() << '\n';
+  const std::string source = from_stdin ? "<stdin>" : file;
+  // A multi-document file (a preset) is one run per document; a plain file is sent as is.
+  std::vector<YamlDocument> documents = SplitYamlDocuments(*spec);
+  if (documents.size() <= 1) documents = {YamlDocument{*std::move(spec), 1}};
+  std::vector<std::string> run_ids;
+  for (const YamlDocument& document : documents) {
+    v1::SubmitRunRequest request;
+    request.set_spec_yaml(document.text);
+    request.set_source_name(source);
+    v1::SubmitRunResponse response;
+    grpc::Status status = client_.SubmitRun(request, &response);
+    if (!status.ok()) {
+      if (documents.size() > 1) {
+        err_ << fmt::format("tlbfleet: {}: the run spec at line {} was not submitted{}\n", source,
+                            document.first_line,
+                            run_ids.empty() ? ""
+                                            : fmt::format(" (already submitted: runs {})",
+                                                          fmt::join(run_ids, " ")));
+      }
+      return RpcFailure(status, "");
+    }
+    out_ << fmt::format("submitted run {} ({})\n", response.run_id(),
+                        response.jobs() == 0 ? std::string("jobs are expanded on each host")
+                                             : fmt::format("{} job{}", response.jobs(),
+                                                           response.jobs() == 1 ? "" : "s"));
+    run_ids.push_back(response.run_id());
+  }
+  // Scripts take the last line: the run id, or the ids of a multi-document file.
+  out_ << fmt::format("{}\n", fmt::join(run_ids, " "));
   return kExitOk;
 }
 
@@ -175,12 +212,87 @@ int Commands::Results(const std::string& run_id, OutputFormat format) {
 }
 
 int Commands::Compare(const std::string& run_id, const std::string& baseline, OutputFormat format) {
+  // JSON and CSV are the full per-(param, metric, arm) records, computed here from the
+  // samples with the code --from-csv uses; text is the controller's rendering of the same.
+  if (format != OutputFormat::kText) {
+    v1::Run run;
+    grpc::Status status = client_.GetRun(run_id, &run);
+    if (!status.ok()) return RpcFailure(status, run_id);
+    v1::GetResultsResponse results;
+    status = client_.GetResults(run_id, &results);
+    if (!status.ok()) return RpcFailure(status, run_id);
+    report::CompareOptions options;
+    for (const v1::ArmSpec& arm : run.spec().arms()) options.arm_order.push_back(arm.name());
+    options.baseline = baseline;
+    const std::vector<v1::Sample> samples(results.samples().begin(), results.samples().end());
+    absl::StatusOr<report::Comparison> comparison =
+        report::Compare(report::ObservationsFromSamples(samples), options);
+    if (!comparison.ok()) {
+      return Error(kExitUsage,
+                   fmt::format("run {}: {}", run_id, std::string(comparison.status().message())));
+    }
+    out_ << RenderComparison(*comparison, format, "");
+    return kExitOk;
+  }
   v1::CompareResponse response;
   grpc::Status status = client_.Compare(run_id, baseline, &response);
   // An unknown baseline arm is INVALID_ARGUMENT (exit 2), so NOT_FOUND is about the run.
   if (!status.ok()) return RpcFailure(status, run_id);
-  out_ << (format == OutputFormat::kJson ? ToJson(response.report())
-                                         : WithTrailingNewline(response.text()));
+  out_ << WithTrailingNewline(response.text());
+  return kExitOk;
+}
+
+int Commands::Profile(const std::string& run_id, const std::vector<std::string>& arms,
+                      const std::string& param_value, OutputFormat format) {
+  v1::Run run;
+  grpc::Status status = client_.GetRun(run_id, &run);
+  if (!status.ok()) return RpcFailure(status, run_id);
+  std::vector<std::string> order = arms;
+  if (order.empty()) {
+    for (const v1::ArmSpec& arm : run.spec().arms()) order.push_back(arm.name());
+  } else {
+    for (const std::string& arm : arms) {
+      bool known = std::any_of(run.spec().arms().begin(), run.spec().arms().end(),
+                               [&](const v1::ArmSpec& a) { return a.name() == arm; });
+      if (!known)
+        return Error(kExitUsage, fmt::format("--arm: run {} has no arm \"{}\"", run_id, arm));
+    }
+  }
+  v1::GetResultsResponse results;
+  status = client_.GetResults(run_id, &results);
+  if (!status.ok()) return RpcFailure(status, run_id);
+  std::vector<v1::Sample> samples;
+  for (const v1::Sample& s : results.samples()) {
+    if (std::find(order.begin(), order.end(), s.arm()) != order.end()) samples.push_back(s);
+  }
+  std::vector<report::ArmFlushProfile> profiles = report::BuildFlushProfiles(
+      samples, order, param_value.empty() ? std::nullopt : std::optional<std::string>(param_value));
+  out_ << (format == OutputFormat::kJson ? report::RenderFlushProfileJson(profiles)
+                                         : report::RenderFlushProfileText(profiles));
+  return kExitOk;
+}
+
+int Commands::CompareFromCsv(const std::string& file, const std::string& baseline,
+                             bool lower_is_better, OutputFormat format) {
+  absl::StatusOr<std::string> text = ReadFile(file == "-" ? "/dev/stdin" : file);
+  if (!text.ok()) {
+    return Error(kExitUsage, "cannot read CSV: " + std::string(text.status().message()));
+  }
+  absl::StatusOr<std::vector<report::Observation>> observations =
+      report::ParseObservationsCsv(*text, lower_is_better ? stats::Direction::kLowerIsBetter
+                                                          : stats::Direction::kHigherIsBetter);
+  if (!observations.ok()) {
+    return Error(kExitUsage,
+                 fmt::format("{}: {}", file, std::string(observations.status().message())));
+  }
+  report::CompareOptions options;
+  options.baseline = baseline;
+  absl::StatusOr<report::Comparison> comparison = report::Compare(*observations, options);
+  if (!comparison.ok()) {
+    return Error(kExitUsage,
+                 fmt::format("{}: {}", file, std::string(comparison.status().message())));
+  }
+  out_ << RenderComparison(*comparison, format, file);
   return kExitOk;
 }
 

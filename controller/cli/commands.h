@@ -41,8 +41,19 @@ class Commands {
   int Cancel(const std::string& run_id);
   int Hosts(OutputFormat format);
   int Results(const std::string& run_id, OutputFormat format);
-  // `baseline` empty = the controller's default (the spec's first arm).
+  // `baseline` empty = the controller's default (the spec's first arm). Text is the
+  // controller's Compare answer; JSON and CSV fetch the samples (GetRun, GetResults) and
+  // compute the full comparison here, with the code `CompareFromCsv` uses.
   int Compare(const std::string& run_id, const std::string& baseline, OutputFormat format);
+  // Offline: reads `arm,boot,param,iteration,metric,value` CSV from `file` ("-" = stdin) and
+  // prints the full comparison (report/render.h) in `format`. Arms in first-appearance order
+  // unless `baseline` moves one to the front. Exit 2 on an unreadable or malformed file.
+  // The run's flush profile (report/flush_profile.h), arms side by side; `arms` non-empty
+  // keeps only those arms (in that order), `param_value` one sweep value.
+  int Profile(const std::string& run_id, const std::vector<std::string>& arms,
+              const std::string& param_value, OutputFormat format);
+  int CompareFromCsv(const std::string& file, const std::string& baseline, bool lower_is_better,
+                     OutputFormat format);
 
  private:
   // Prints the RPC failure and returns its exit code. `run_id` names the run for NOT_FOUND.

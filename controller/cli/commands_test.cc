@@ -219,7 +219,7 @@ TEST_F(CommandsTest, ResultsCsv) {
   EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,\n"));
 }
 
-TEST_F(CommandsTest, CompareTextAndJson) {
+TEST_F(CommandsTest, CompareTextIsTheControllersRendering) {
   v1::CompareResponse response;
   response.set_text("ebizzy\n          base   c1");
   response.mutable_report()->add_arms("base");
@@ -227,9 +227,85 @@ TEST_F(CommandsTest, CompareTextAndJson) {
   EXPECT_EQ(commands_->Compare("7", "base", OutputFormat::kText), kExitOk);
   EXPECT_EQ(out_.str(), "ebizzy\n          base   c1\n");
   EXPECT_EQ(fleet_.last_compare().baseline(), "base");
+}
+
+constexpr char kCompareCsv[] =
+    "arm,boot,param,iteration,metric,value\n"
+    "mmap,b1,threads=1,0,records,100\n"
+    "mmap,b1,threads=1,1,records,102\n"
+    "mmap,b2,threads=1,0,records,101\n"
+    "mmap,b2,threads=1,1,records,103\n"
+    "malloc,b3,threads=1,0,records,110\n"
+    "malloc,b3,threads=1,1,records,112\n"
+    "malloc,b4,threads=1,0,records,111\n"
+    "malloc,b4,threads=1,1,records,113\n";
+
+TEST_F(CommandsTest, CompareFromCsvInEveryFormat) {
+  const std::string path = WriteTempFile("compare.csv", kCompareCsv);
+  EXPECT_EQ(commands_->CompareFromCsv(path, "", false, OutputFormat::kText), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("records (higher is better)"));
+  EXPECT_THAT(out_.str(), HasSubstr("Hmean      threads=1"));
+  EXPECT_THAT(out_.str(), HasSubstr("threads=1  malloc  better"));
   out_.str("");
+  EXPECT_EQ(commands_->CompareFromCsv(path, "malloc", true, OutputFormat::kJson), kExitOk);
+  EXPECT_THAT(out_.str(), StartsWith("[\n  {\"arm\": \"malloc\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"better\": \"lower\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"verdict\": \"better\""));  // mmap is lower
+  out_.str("");
+  EXPECT_EQ(commands_->CompareFromCsv(path, "", false, OutputFormat::kCsv), kExitOk);
+  const std::string csv = out_.str();
+  EXPECT_THAT(csv, StartsWith("arm,param,"));
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(CommandsTest, CompareFromCsvErrorsAreUsageErrors) {
+  EXPECT_EQ(commands_->CompareFromCsv("/nonexistent/x.csv", "", false, OutputFormat::kText),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), StartsWith("tlbfleet: cannot read CSV: /nonexistent/x.csv"));
+  err_.str("");
+  const std::string bad = WriteTempFile("bad.csv", "arm,value\nx,1\n");
+  EXPECT_EQ(commands_->CompareFromCsv(bad, "", false, OutputFormat::kText), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("the header lacks column \"boot\""));
+  err_.str("");
+  const std::string path = WriteTempFile("compare.csv", kCompareCsv);
+  EXPECT_EQ(commands_->CompareFromCsv(path, "nope", false, OutputFormat::kText), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("no arm named \"nope\""));
+}
+
+TEST_F(CommandsTest, CompareRunCsvComputesFromTheSamples) {
+  v1::Run run = MakeRun(v1::RUN_STATE_SUCCEEDED, 4, 4, 0);
+  run.mutable_spec()->add_arms()->set_name("mmap");
+  run.mutable_spec()->add_arms()->set_name("malloc");
+  fleet_.ScriptGetRun({Ok(run)});
+  v1::GetResultsResponse results;
+  for (const auto& [arm, boot, value] :
+       {std::tuple{"malloc", "b3", 110.0}, std::tuple{"malloc", "b3", 112.0},
+        std::tuple{"mmap", "b1", 100.0}, std::tuple{"mmap", "b1", 102.0}}) {
+    v1::Sample* s = results.add_samples();
+    s->set_arm(arm);
+    s->set_boot_id(boot);
+    s->set_metric("records");
+    s->set_better(v1::BETTER_HIGHER);
+    s->set_value(value);
+  }
+  v1::Sample* per_thread = results.add_samples();
+  *per_thread = results.samples(0);
+  per_thread->set_series("thread0");
+  fleet_.SetResults(results);
+  EXPECT_EQ(commands_->Compare("7", "", OutputFormat::kCsv), kExitOk);
+  // Arms in the spec's order although malloc's samples come first; thread series left out.
+  EXPECT_THAT(out_.str(), HasSubstr("\nmmap,,,,records,,higher,2,1,"));
+  EXPECT_THAT(out_.str(), HasSubstr("\nmalloc,,,,records,,higher,2,1,"));
+  EXPECT_LT(out_.str().find("\nmmap,"), out_.str().find("\nmalloc,"));
+
+  // JSON: the same records, with the fields docs/statistics.md lists.
+  out_.str("");
+  fleet_.ScriptGetRun({Ok(run)});
   EXPECT_EQ(commands_->Compare("7", "", OutputFormat::kJson), kExitOk);
-  EXPECT_THAT(out_.str(), HasSubstr("\"arms\": [\n  \"base\"\n ]"));
+  EXPECT_THAT(out_.str(), HasSubstr("\"arm\": \"malloc\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"welch_p\""));
+  EXPECT_THAT(out_.str(), HasSubstr("\"verdict\""));
 }
 
 class UnreachableTest : public CommandsTest {
@@ -268,6 +344,35 @@ TEST(ConnectDeadlineTest, SilentListenerHitsDeadline) {
   grpc::Status status = client->ListHosts(&hosts);
   EXPECT_EQ(ExitCodeForStatus(status.error_code()), kExitUnreachable) << status.error_message();
   ::close(fd);
+}
+
+}  // namespace
+}  // namespace tlbfleet::cli
+
+namespace tlbfleet::cli {
+namespace {
+
+TEST_F(CommandsTest, ProfilePrintsTheFlushTableAndRefusesUnknownArms) {
+  v1::Run run = MakeRun(v1::RUN_STATE_SUCCEEDED, 2, 2, 0);
+  run.mutable_spec()->add_arms()->set_name("c1");
+  run.mutable_spec()->add_arms()->set_name("c512");
+  fleet_.ScriptGetRun({Ok(run), Ok(run)});
+  v1::GetResultsResponse results;
+  for (const auto& [arm, series, value] :
+       {std::tuple{"c1", "pages=-1", 90.0}, std::tuple{"c1", "pages=1", 10.0},
+        std::tuple{"c512", "pages=65-128", 100.0}}) {
+    v1::Sample* s = results.add_samples();
+    s->set_arm(arm);
+    s->set_metric("tlb_flush_events");
+    s->set_series(series);
+    s->set_value(value);
+  }
+  fleet_.SetResults(results);
+  EXPECT_EQ(commands_->Profile("7", {}, "", OutputFormat::kText), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr(" GLOBAL:     90.00%   90.00%      0.00%    0.00%"));
+  out_.str("");
+  EXPECT_EQ(commands_->Profile("7", {"nope"}, "", OutputFormat::kText), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--arm"));
 }
 
 }  // namespace
