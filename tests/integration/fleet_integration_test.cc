@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -51,12 +52,11 @@ class FleetIntegrationTest : public ::testing::Test {
   void StartAgent(int i) {
     std::string state = dir_.path() + "/agent" + std::to_string(i);
     agents_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{BinPath("tlbfleet-agent"), "--controller",
-                                 controller_->address(), "--state-dir", state, "--label",
-                                 "index=" + std::to_string(i), "--max-backoff-seconds", "2"},
+        std::vector<std::string>{BinPath("tlbfleet-agent"), "--controller", controller_->address(),
+                                 "--state-dir", state, "--label", "index=" + std::to_string(i),
+                                 "--max-backoff-seconds", "2"},
         dir_.path() + "/agent" + std::to_string(i) + ".log"));
   }
-
 
   grpc::Status SubmitYaml(const std::string& yaml, std::string* run_id) {
     grpc::ClientContext ctx;
@@ -266,9 +266,8 @@ TEST_F(FleetIntegrationTest, CliSubmitWaitResultsAndCompare) {
   ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "wait", run_id, "--timeout", "120"}, &out),
             0)
       << out << Logs();
-  ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "results", run_id, "--format", "csv"},
-                       &out),
-            0);
+  ASSERT_EQ(
+      RunCommand({tlbfleet, "--controller", addr, "results", run_id, "--format", "csv"}, &out), 0);
   // Header + 2 arms x 2 iterations x (aggregate + thread0).
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1 + 8) << out;
   ASSERT_EQ(RunCommand({tlbfleet, "--controller", addr, "compare", run_id}, &out), 0);
@@ -278,6 +277,83 @@ TEST_F(FleetIntegrationTest, CliSubmitWaitResultsAndCompare) {
   EXPECT_NE(out.find("logical_cpus"), std::string::npos) << out;
   // `wait` on a missing run fails.
   EXPECT_NE(RunCommand({tlbfleet, "--controller", addr, "wait", "999", "--timeout", "5"}, &out), 0);
+}
+
+// Every workload of the catalogue runs once through a real controller and agent, and its
+// primary metric arrives in the store with a plausible value.
+TEST_F(FleetIntegrationTest, EveryWorkloadRunsOnceThroughControllerAndAgent) {
+  StartFleet(1);
+  struct Case {
+    std::string benchmark;
+    std::string params;
+    std::string metric;
+  };
+  const std::vector<Case> cases = {
+      {"ebizzy", "{seconds: 1, threads: 1, chunks: 2, chunk_size: 65536}", "records_per_sec"},
+      {"tlbflush", "{threads: 1, entries: 16, region_mb: 8}", "cost_ns"},
+      {"pft", "{threads: 1, size_mb: 16}", "faults_per_sec"},
+      {"hackbench", "{groups: 1, fds: 2, loops: 20, ipc: socket, mode: threads}", "time"},
+      {"pipetest", "{loops: 5000}", "usecs_per_op"},
+      {"netperf", "{test: tcp_rr, message_size: 1, seconds: 1}", "trans_per_sec"},
+      {"usemem", "{processes: 1, size_mb: 4}", "mb_per_sec"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.benchmark);
+    std::string run_id;
+    grpc::Status s = SubmitYaml("name: it-" + c.benchmark + "\nbenchmark: " + c.benchmark +
+                                    "\nparams: " + c.params + "\narms: [{name: only}]\n",
+                                &run_id);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_TRUE(WaitTerminal(run_id, 120s)) << Logs();
+    v1::Run run = GetRun(run_id);
+    ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error() << "\n" << Logs();
+    EXPECT_EQ(Q("SELECT COUNT(*) FROM samples WHERE run_id = " + run_id + " AND metric = '" +
+                c.metric + "' AND series = '' AND value > 0"),
+              1);
+  }
+}
+
+// On a host whose kernel is locked down (these project machines: integrity), the agent
+// process reports exactly that as the reason it cannot write the flush ceiling.
+TEST_F(FleetIntegrationTest, AgentReportsWhyTheCeilingIsNotWritable) {
+  std::ifstream lockdown_file("/sys/kernel/security/lockdown");
+  std::string lockdown((std::istreambuf_iterator<char>(lockdown_file)),
+                       std::istreambuf_iterator<char>());
+  StartFleet(1);
+  grpc::ClientContext ctx;
+  v1::ListHostsResponse hosts;
+  ASSERT_TRUE(controller_->fleet().ListHosts(&ctx, v1::ListHostsRequest(), &hosts).ok());
+  ASSERT_EQ(hosts.hosts_size(), 1);
+  const v1::CeilingInfo& ceiling = hosts.hosts(0).info().ceiling();
+  // The agent mounts securityfs itself when it is missing, so read the mode after it ran.
+  if (lockdown.empty()) {
+    std::ifstream again("/sys/kernel/security/lockdown");
+    lockdown.assign(std::istreambuf_iterator<char>(again), std::istreambuf_iterator<char>());
+  }
+  if (lockdown.find("[integrity]") != std::string::npos) {
+    EXPECT_FALSE(ceiling.writable());
+    EXPECT_EQ(ceiling.reason(), "kernel lockdown (integrity)");
+    EXPECT_EQ(ceiling.lockdown(), "integrity");
+  } else if (lockdown.find("[confidentiality]") != std::string::npos) {
+    EXPECT_EQ(ceiling.reason(), "kernel lockdown (confidentiality)");
+  } else {
+    // Not locked down: either writable, or a precise other reason.
+    EXPECT_TRUE(ceiling.writable() || !ceiling.reason().empty());
+  }
+  // A run that needs the ceiling fails at once with the host's reason when it cannot be
+  // written here, instead of running both arms with the same setting.
+  if (!ceiling.writable()) {
+    std::string run_id;
+    ASSERT_TRUE(SubmitYaml("name: c\nbenchmark: ebizzy\nparams: {seconds: 1}\narms:\n"
+                           "  - {name: low, ceiling: 1}\n  - {name: high, ceiling: 512}\n",
+                           &run_id)
+                    .ok());
+    ASSERT_TRUE(WaitTerminal(run_id, 30s));
+    v1::Run run = GetRun(run_id);
+    EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
+    EXPECT_NE(run.error().find(ceiling.reason()), std::string::npos) << run.error();
+    EXPECT_EQ(Q("SELECT COUNT(*) FROM samples WHERE run_id = " + run_id), 0);
+  }
 }
 
 }  // namespace
