@@ -110,12 +110,12 @@ int main(int argc, char** argv) {
   }
   controller.Start();
   spdlog::info("tlbfleet-controller {} listening: grpc {}:{} http {}:{} db {} lease {} s",
-               tlbfleet::kVersion, grpc_addr->first, grpc_port, grpc_addr->first,
-               (*http)->port(), db_path, lease_seconds);
+               tlbfleet::kVersion, grpc_addr->first, grpc_port, grpc_addr->first, (*http)->port(),
+               db_path, lease_seconds);
   if (!ready_file.empty()) {
-    std::string ready = absl::StrCat("{\"grpc_port\":", grpc_port,
-                                     ",\"http_port\":", (*http)->port(), ",\"pid\":", getpid(),
-                                     "}\n");
+    std::string ready =
+        absl::StrCat("{\"grpc_port\":", grpc_port, ",\"http_port\":", (*http)->port(),
+                     ",\"pid\":", getpid(), "}\n");
     if (absl::Status s = tlbfleet::WriteFileAtomic(ready_file, ready); !s.ok()) {
       spdlog::error("--ready-file: {}", s.ToString());
     }

@@ -1,5 +1,7 @@
 #include "controller/api/controller.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -83,6 +85,25 @@ HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* 
   if (!sel.names().empty() &&
       std::find(sel.names().begin(), sel.names().end(), host.hostname()) == sel.names().end()) {
     return fail(absl::StrCat("hostname ", host.hostname(), " not selected"));
+  }
+  const v1::CpuInfo& cpu = host.cpu();
+  if (sel.has_pcid() && sel.pcid() != cpu.pcid()) {
+    return fail(cpu.pcid() ? "CPU has PCID, the run selects hosts without"
+                           : "CPU lacks PCID (or the agent could not read CPUID)");
+  }
+  if (sel.has_invpcid() && sel.invpcid() != cpu.invpcid()) {
+    return fail(cpu.invpcid() ? "CPU has INVPCID, the run selects hosts without"
+                              : "CPU lacks INVPCID (or the agent could not read CPUID)");
+  }
+  // An agent that could not read the TLB sizes reports 0, which no minimum accepts.
+  if (sel.min_dtlb_entries() > 0 && cpu.dtlb_4k_entries() < sel.min_dtlb_entries()) {
+    return fail(absl::StrCat("dTLB has ", cpu.dtlb_4k_entries(), " 4K entries, fewer than ",
+                             sel.min_dtlb_entries()));
+  }
+  if (!sel.kernel_release().empty() &&
+      ::fnmatch(sel.kernel_release().c_str(), host.kernel_release().c_str(), 0) != 0) {
+    return fail(
+        absl::StrCat("kernel ", host.kernel_release(), " does not match ", sel.kernel_release()));
   }
   bool needs_ceiling = std::any_of(spec.arms().begin(), spec.arms().end(),
                                    [](const v1::ArmSpec& arm) { return !arm.ceiling().empty(); });

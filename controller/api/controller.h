@@ -109,7 +109,7 @@ class Controller {
 
 enum class HostFit {
   kFits,
-  kSelectorMismatch,   // labels, microarch or names exclude the host
+  kSelectorMismatch,   // labels, microarch, names or CPU/kernel facts exclude the host
   kCeilingUnwritable,  // selected, but an arm sets the ceiling and the host cannot write it
 };
 

@@ -339,7 +339,10 @@ std::optional<std::string> Importer::BuildSpec(const std::string& mmtest, int li
     s.iterations = Int("EBIZZY_ITERATIONS");
   } else if (mmtest == "tlbflush") {
     s.benchmark = "tlbflush";
-    param("entries", "TLBFLUSH_MAX_ENTRIES");
+    // mmtests draws each iteration's entries below the maximum; the mmtests policy does too.
+    if (std::optional<int64_t> v = Int("TLBFLUSH_MAX_ENTRIES")) {
+      s.params.emplace_back("entries", absl::StrCat("{policy: mmtests, max: ", *v, "}"));
+    }
     std::optional<std::string> max = Bound("TLBFLUSH_MAX_THREADS");
     s.sweep = PolicySweep("threads", "fib", Bound("TLBFLUSH_MIN_THREADS"), max.value_or("2*ncpus"));
     s.iterations = Int("TLBFLUSH_ITERATIONS");

@@ -70,7 +70,9 @@ TEST(ImportMmtestsTest, TlbflushPerformance) {
   EXPECT_THAT(Sweep(specs[1], 4), ElementsAre("1", "4", "8"));
 
   EXPECT_EQ(specs[2].benchmark(), "tlbflush");
-  EXPECT_EQ(specs[2].params().at("entries"), "512");
+  EXPECT_EQ(specs[2].params().count("entries"), 0u);
+  EXPECT_EQ(specs[2].param_policies().at("entries").policy(), "mmtests");
+  EXPECT_EQ(specs[2].param_policies().at("entries").max(), 512);
   EXPECT_EQ(specs[2].iterations(), 320u);
   EXPECT_EQ(specs[2].sweep().policy(), "fib");
   EXPECT_THAT(Sweep(specs[2], 4), ElementsAre("1", "2", "3", "5", "8"));
@@ -168,7 +170,7 @@ TEST(ImportMmtestsTest, OutOfRangeValuesAreReportedNotEmitted) {
   EXPECT_THAT(Specs(*imported), ::testing::SizeIs(1));
   EXPECT_THAT(imported->warnings,
               ElementsAre(StartsWith("c:1: MMTESTS: benchmark \"tlbflush\" not imported: "
-                                     "params.entries: must be an integer in [1, ")));
+                                     "params.entries.max: must be an integer in [1, ")));
 }
 
 }  // namespace

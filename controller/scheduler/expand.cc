@@ -89,6 +89,21 @@ void ResolveJob(const workloads::Workload* workload, uint32_t fixed_timeout, Job
       static_cast<uint32_t>(std::clamp<int64_t>(seconds, 1, std::numeric_limits<uint32_t>::max()));
 }
 
+// FNV-1a, then SplitMix64's finaliser to spread FNV's weak low bits over the whole word.
+uint64_t StableHash(const std::string& text) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
 // Evaluates one host-dependent bound and checks it against the sweep bounds, naming the
 // expression and the host's value in the error.
 absl::StatusOr<int64_t> EvaluateBound(const std::string& expr, const std::string& path, int64_t lo,
@@ -217,21 +232,56 @@ std::vector<std::string> SweepValues(const v1::SweepSpec& sweep) {
   return out;
 }
 
+std::map<std::string, std::string> ArmParams(const v1::RunSpec& spec, const v1::ArmSpec& arm) {
+  std::map<std::string, std::string> params(spec.params().begin(), spec.params().end());
+  for (const auto& [name, value] : arm.params()) params[name] = value;
+  for (const auto& [name, policy] : arm.param_policies()) params.erase(name);
+  return params;
+}
+
+std::map<std::string, v1::ParamPolicy> ArmParamPolicies(const v1::RunSpec& spec,
+                                                        const v1::ArmSpec& arm) {
+  std::map<std::string, v1::ParamPolicy> policies(spec.param_policies().begin(),
+                                                  spec.param_policies().end());
+  for (const auto& [name, policy] : arm.param_policies()) policies[name] = policy;
+  for (const auto& [name, value] : arm.params()) policies.erase(name);
+  return policies;
+}
+
+IntRange MmtestsSection(uint32_t iteration, int64_t max) {
+  // With max >= 8 every section holds at least one value; below that, one value each.
+  const int64_t sections = std::min<int64_t>(8, max);
+  const int64_t k = static_cast<int64_t>((iteration - 1) % static_cast<uint64_t>(sections));
+  return {k * max / sections + 1, (k + 1) * max / sections};
+}
+
+int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param,
+                           uint32_t iteration, int64_t max) {
+  const IntRange section = MmtestsSection(iteration, max);
+  const uint64_t width = static_cast<uint64_t>(section.hi - section.lo) + 1;
+  // '\0' cannot occur in a run name or parameter name, so the fields cannot run together.
+  const std::string seed =
+      absl::StrCat(run_name, std::string(1, '\0'), param, std::string(1, '\0'), iteration);
+  return section.lo + static_cast<int64_t>(StableHash(seed) % width);
+}
+
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
   const workloads::Workload* workload = FindWorkload(spec.benchmark());
   const std::vector<std::string> values = SweepValues(spec.sweep());
   const std::string& swept = spec.sweep().param();
 
   // The (sweep value, arm) templates, resolved once: the slots and iterations repeat them.
+  // Per template, the parameters drawn per iteration (usually none).
   std::vector<JobPlan> templates;
+  std::vector<std::map<std::string, v1::ParamPolicy>> policies;
   templates.reserve(values.size() * static_cast<size_t>(spec.arms_size()));
   for (const std::string& value : values) {
     for (const v1::ArmSpec& arm : spec.arms()) {
       JobPlan job;
       job.arm = arm.name();
       job.param_name = swept;
-      job.params.insert(spec.params().begin(), spec.params().end());
-      for (const auto& [name, v] : arm.params()) job.params[name] = v;
+      job.params = ArmParams(spec, arm);
+      policies.push_back(ArmParamPolicies(spec, arm));
       if (!swept.empty()) job.params[swept] = value;
       ResolveJob(workload, spec.job_timeout_seconds(), &job);
       if (!swept.empty()) job.param_value = job.params[swept];
@@ -248,10 +298,16 @@ std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
   jobs.reserve(templates.size() * spec.iterations() * spec.hosts().count());
   for (uint32_t slot = 0; slot < spec.hosts().count(); ++slot) {
     for (uint32_t iteration = 1; iteration <= spec.iterations(); ++iteration) {
-      for (const JobPlan& t : templates) {
-        JobPlan& job = jobs.emplace_back(t);
+      for (size_t i = 0; i < templates.size(); ++i) {
+        JobPlan& job = jobs.emplace_back(templates[i]);
         job.slot = slot;
         job.iteration = iteration;
+        if (policies[i].empty()) continue;
+        for (const auto& [name, policy] : policies[i]) {
+          job.params[name] = absl::StrCat(
+              MmtestsPolicyValue(spec.name(), name, iteration, std::max<int64_t>(policy.max(), 1)));
+        }
+        ResolveJob(workload, spec.job_timeout_seconds(), &job);  // the timeout may depend on it
       }
     }
   }

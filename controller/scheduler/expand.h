@@ -76,7 +76,35 @@ absl::StatusOr<SlotExpansion> ExpandSlotForHost(const v1::RunSpec& spec,
 // No sweep: one empty value. Requires a sweep that does not depend on the host.
 std::vector<std::string> SweepValues(const v1::SweepSpec& sweep);
 
-// Requires a spec that passed ValidateRunSpec.
+// The fixed parameters of `arm`: the run's params overridden by the arm's, without those the
+// arm draws per iteration (its param_policies).
+std::map<std::string, std::string> ArmParams(const v1::RunSpec& spec, const v1::ArmSpec& arm);
+
+// The per-iteration parameters of `arm`: the run's param_policies overridden by the arm's,
+// without those the arm fixes in its params.
+std::map<std::string, v1::ParamPolicy> ArmParamPolicies(const v1::RunSpec& spec,
+                                                        const v1::ArmSpec& arm);
+
+// Inclusive bounds of the section the `mmtests` policy draws from in `iteration` (1-based):
+// [1, max] is split into S = min(8, max) sections at k*max/S (integer division), and
+// iteration i uses section (i-1) mod S. For max 512: 1-64, 65-128, ..., 449-512. Requires
+// max >= 1 and iteration >= 1.
+struct IntRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+IntRange MmtestsSection(uint32_t iteration, int64_t max);
+
+// The `mmtests` policy's value of `param` in `iteration` of the run named `run_name`: a
+// pseudo-random integer in MmtestsSection(iteration, max), seeded by (run_name, param,
+// iteration) only, so re-expanding gives the same value and every arm, sweep value and host
+// slot of the run gets the same value in the same iteration. Stable across builds and
+// platforms (no std::hash).
+int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param,
+                           uint32_t iteration, int64_t max);
+
+// Requires a spec that passed ValidateRunSpec. Parameters with a policy get their value per
+// iteration (in JobPlan.params, as a plain integer).
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec);
 
 }  // namespace tlbfleet::scheduler

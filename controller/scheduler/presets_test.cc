@@ -80,7 +80,9 @@ TEST(PresetsTest, PresetsSayWhatTheIssueAsks) {
   ASSERT_TRUE(tlbflush.ok()) << tlbflush.status();
   EXPECT_EQ(tlbflush->iterations(), 320u);
   EXPECT_EQ(tlbflush->sweep().policy(), "fib");
-  EXPECT_EQ(tlbflush->params().at("entries"), "512");
+  EXPECT_EQ(tlbflush->params().count("entries"), 0u);
+  EXPECT_EQ(tlbflush->param_policies().at("entries").policy(), "mmtests");
+  EXPECT_EQ(tlbflush->param_policies().at("entries").max(), 512);
   absl::StatusOr<v1::RunSpec> hackbench =
       ParseRunSpec("preset: scheduler-performance/hackbench-socket\n", "t.yaml");
   ASSERT_TRUE(hackbench.ok()) << hackbench.status();

@@ -81,6 +81,15 @@ absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node, const std::string& pat
   return value;
 }
 
+// The spellings workload booleans accept (ParamSpec::Check), so that `pcid: yes` works too.
+absl::StatusOr<bool> ScalarBool(const YAML::Node& node, const std::string& path) {
+  absl::StatusOr<std::string> text = ScalarText(node, path);
+  if (!text.ok()) return text.status();
+  if (*text == "true" || *text == "yes" || *text == "on" || *text == "1") return true;
+  if (*text == "false" || *text == "no" || *text == "off" || *text == "0") return false;
+  return FieldError(path, absl::StrCat("expected true or false, got ", Quote(*text)));
+}
+
 absl::Status ParseStringMap(const YAML::Node& node, const std::string& path,
                             google::protobuf::Map<std::string, std::string>* out) {
   if (node.IsNull()) return absl::OkStatus();  // "params:" with nothing after it
@@ -88,6 +97,50 @@ absl::Status ParseStringMap(const YAML::Node& node, const std::string& path,
     absl::StatusOr<std::string> text = ScalarText(value, ChildPath(path, key));
     if (!text.ok()) return text.status();
     (*out)[key] = *text;
+    return absl::OkStatus();
+  });
+}
+
+// One per-iteration parameter: `{policy: mmtests, max: 512}`. ValidateRunSpec checks the
+// policy name and the bounds against the workload; here only the shape and integer syntax.
+absl::Status ParseParamPolicy(const YAML::Node& node, const std::string& path,
+                              v1::ParamPolicy* policy) {
+  bool has_policy = false;
+  bool has_max = false;
+  absl::Status s = ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath(path, key);
+    if (key == "policy") {
+      absl::StatusOr<std::string> text = ScalarText(v, field);
+      if (!text.ok()) return text.status();
+      policy->set_policy(*text);
+      has_policy = true;
+    } else if (key == "max") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, field, kMinSweepBound, kMaxSweepBound);
+      if (!n.ok()) return n.status();
+      policy->set_max(*n);
+      has_max = true;
+    } else {
+      return UnknownField(field, {"policy", "max"});
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  if (!has_policy) return FieldError(ChildPath(path, "policy"), "required (mmtests)");
+  if (!has_max) return FieldError(ChildPath(path, "max"), "required");
+  return absl::OkStatus();
+}
+
+// A params map: scalar values are fixed parameters, maps are per-iteration policies.
+absl::Status ParseParams(const YAML::Node& node, const std::string& path,
+                         google::protobuf::Map<std::string, std::string>* params,
+                         google::protobuf::Map<std::string, v1::ParamPolicy>* policies) {
+  if (node.IsNull()) return absl::OkStatus();  // "params:" with nothing after it
+  return ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& value) {
+    const std::string field = ChildPath(path, key);
+    if (value.IsMap()) return ParseParamPolicy(value, field, &(*policies)[key]);
+    absl::StatusOr<std::string> text = ScalarText(value, field);
+    if (!text.ok()) return text.status();
+    (*params)[key] = *text;
     return absl::OkStatus();
   });
 }
@@ -211,7 +264,7 @@ absl::Status ParseArms(const YAML::Node& node, v1::RunSpec* spec) {
         if (!text.ok()) return text.status();
         arm->set_name(*text);
       } else if (key == "params") {
-        return ParseStringMap(v, field, arm->mutable_params());
+        return ParseParams(v, field, arm->mutable_params(), arm->mutable_param_policies());
       } else if (key == "ceiling") {
         absl::StatusOr<std::string> text = ScalarText(v, field);
         if (!text.ok()) return text.status();
@@ -241,7 +294,32 @@ absl::Status ParseHosts(const YAML::Node& node, v1::HostSelector* hosts) {
     if (key == "labels") return ParseStringMap(v, field, hosts->mutable_labels());
     if (key == "microarch") return ParseStringList(v, field, hosts->mutable_microarch());
     if (key == "names") return ParseStringList(v, field, hosts->mutable_names());
-    return UnknownField(field, {"count", "labels", "microarch", "names"});
+    if (key == "pcid" || key == "invpcid") {
+      absl::StatusOr<bool> b = ScalarBool(v, field);
+      if (!b.ok()) return b.status();
+      if (key == "pcid") {
+        hosts->set_pcid(*b);
+      } else {
+        hosts->set_invpcid(*b);
+      }
+      return absl::OkStatus();
+    }
+    if (key == "min_dtlb_entries") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, field, kMinDtlbEntries, kMaxDtlbEntries);
+      if (!n.ok()) return n.status();
+      hosts->set_min_dtlb_entries(static_cast<uint32_t>(*n));
+      return absl::OkStatus();
+    }
+    if (key == "kernel_release") {
+      absl::StatusOr<std::string> text = ScalarText(v, field);
+      if (!text.ok()) return text.status();
+      // "" would silently mean "any host"; say so instead.
+      if (text->empty()) return FieldError(field, "must not be empty (leave it out for any)");
+      hosts->set_kernel_release(*text);
+      return absl::OkStatus();
+    }
+    return UnknownField(field, {"count", "labels", "microarch", "names", "pcid", "invpcid",
+                                "min_dtlb_entries", "kernel_release"});
   });
 }
 
@@ -260,7 +338,9 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       }
       return absl::OkStatus();
     }
-    if (key == "params") return ParseStringMap(v, key, spec->mutable_params());
+    if (key == "params") {
+      return ParseParams(v, key, spec->mutable_params(), spec->mutable_param_policies());
+    }
     if (key == "sweep") return ParseSweep(v, spec->mutable_sweep());
     if (key == "arms") return ParseArms(v, spec);
     if (key == "hosts") return ParseHosts(v, spec->mutable_hosts());

@@ -23,6 +23,11 @@ inline constexpr int64_t kMaxJobTimeoutSeconds = 7 * 24 * 3600;
 inline constexpr int64_t kMinSweepBound = 1;
 inline constexpr int64_t kMaxSweepBound = 1000000;
 inline constexpr int64_t kMaxJobs = 1000000;
+// hosts.min_dtlb_entries: 0 (absent) means any; real first-level dTLBs have 4..~100 entries.
+inline constexpr int64_t kMinDtlbEntries = 1;
+inline constexpr int64_t kMaxDtlbEntries = 65536;
+// hosts.kernel_release: a glob, bounded like any other user string that reaches logs.
+inline constexpr size_t kMaxKernelReleaseGlob = 256;
 inline constexpr size_t kMaxNameLength = 128;
 inline constexpr int64_t kMaxCeiling = std::numeric_limits<int32_t>::max();
 

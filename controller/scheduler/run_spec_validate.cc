@@ -58,6 +58,8 @@ const workloads::Workload* FindWorkload(const std::string& name) {
 
 namespace {
 
+constexpr char kMmtestsPolicy[] = "mmtests";
+
 bool IsNameChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
@@ -102,6 +104,50 @@ absl::Status CheckParams(const workloads::Workload& workload,
     if (name == swept) {
       return FieldError(field, absl::StrCat("is the swept parameter (sweep.", swept,
                                             "); set it in the sweep only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One param_policies map (the run's or an arm's), next to the params map of the same level.
+absl::Status CheckParamPolicies(const workloads::Workload& workload,
+                                const google::protobuf::Map<std::string, v1::ParamPolicy>& policies,
+                                const google::protobuf::Map<std::string, std::string>& fixed,
+                                const std::string& path, const std::string& swept) {
+  const std::map<std::string, v1::ParamPolicy> sorted(policies.begin(), policies.end());
+  for (const auto& [name, policy] : sorted) {
+    const std::string field = absl::StrCat(path, ".", name);
+    const workloads::ParamSpec* spec = workload.FindParam(name);
+    if (spec == nullptr) return UnknownParameter(workload, field);
+    if (name == swept) {
+      return FieldError(field, absl::StrCat("is the swept parameter (sweep.", swept,
+                                            "); set it in the sweep only"));
+    }
+    if (fixed.find(name) != fixed.end()) {
+      return FieldError(field, "given both as a value and as a policy");
+    }
+    if (policy.policy() != kMmtestsPolicy) {
+      return FieldError(
+          absl::StrCat(field, ".policy"),
+          policy.policy().empty()
+              ? std::string("required (mmtests)")
+              : absl::StrCat("unknown policy ", Quote(policy.policy()), " (known: mmtests)"));
+    }
+    if (spec->type != workloads::ParamType::kInt) {
+      return FieldError(field, "the mmtests policy needs an integer parameter");
+    }
+    const std::string max_path = absl::StrCat(field, ".max");
+    if (policy.max() < kMinSweepBound || policy.max() > kMaxSweepBound) {
+      return RangeError(max_path, kMinSweepBound, kMaxSweepBound, absl::StrCat(policy.max()));
+    }
+    // Every drawn value lies in [1, max], so checking the ends checks them all.
+    if (absl::Status s = spec->Check("1"); !s.ok()) {
+      return FieldError(field, absl::StrCat("the mmtests policy draws from 1, which is not a valid "
+                                            "value: ",
+                                            std::string(s.message())));
+    }
+    if (absl::Status s = spec->Check(absl::StrCat(policy.max())); !s.ok()) {
+      return FieldError(max_path, s.message());
     }
   }
   return absl::OkStatus();
@@ -194,6 +240,9 @@ absl::Status CheckArms(const workloads::Workload& workload, const v1::RunSpec& s
     }
     absl::Status s = CheckParams(workload, arm.params(), path + ".params", spec.sweep().param());
     if (!s.ok()) return s;
+    s = CheckParamPolicies(workload, arm.param_policies(), arm.params(), path + ".params",
+                           spec.sweep().param());
+    if (!s.ok()) return s;
     if (!arm.ceiling().empty()) {
       absl::StatusOr<std::string> ceiling = CanonicalCeiling(arm.ceiling(), path + ".ceiling");
       if (!ceiling.ok()) return ceiling.status();
@@ -222,6 +271,15 @@ absl::Status CheckHosts(const v1::HostSelector& hosts) {
     if (!names.insert(hosts.names(i)).second) {
       return FieldError(path, absl::StrCat("duplicate host name ", Quote(hosts.names(i))));
     }
+  }
+  if (hosts.min_dtlb_entries() > kMaxDtlbEntries) {
+    return RangeError("hosts.min_dtlb_entries", kMinDtlbEntries, kMaxDtlbEntries,
+                      absl::StrCat(hosts.min_dtlb_entries()));
+  }
+  if (hosts.kernel_release().size() > kMaxKernelReleaseGlob) {
+    return FieldError("hosts.kernel_release",
+                      absl::StrCat("must be at most ", kMaxKernelReleaseGlob, " characters, got ",
+                                   hosts.kernel_release().size()));
   }
   // A run that can never find enough hosts would wait forever; refuse it now.
   if (!names.empty() && hosts.count() > names.size()) {
@@ -295,10 +353,11 @@ std::vector<std::string> SubmitTimeSweepValues(const v1::SweepSpec& sweep) {
 absl::Status CheckCombinations(const workloads::Workload& workload, const v1::RunSpec& spec) {
   const std::vector<std::string> values = SubmitTimeSweepValues(spec.sweep());
   const std::string& swept = spec.sweep().param();
-  std::map<std::string, std::string> base(spec.params().begin(), spec.params().end());
   for (int i = 0; i < spec.arms_size(); ++i) {
-    std::map<std::string, std::string> merged = base;
-    for (const auto& [name, value] : spec.arms(i).params()) merged[name] = value;
+    std::map<std::string, std::string> merged = ArmParams(spec, spec.arms(i));
+    // A parameter drawn per iteration is checked at its largest value here, at 1 below.
+    const std::map<std::string, v1::ParamPolicy> policies = ArmParamPolicies(spec, spec.arms(i));
+    for (const auto& [name, policy] : policies) merged[name] = absl::StrCat(policy.max());
     std::map<std::string, size_t> canonical_values;  // canonical sweep value -> index
     for (size_t j = 0; j < values.size(); ++j) {
       if (!swept.empty() && !values[j].empty()) merged[swept] = values[j];
@@ -319,6 +378,16 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
                                        Quote(values[seen->second]), ")"));
       }
     }
+    if (policies.empty()) continue;
+    const std::string lowest_value = absl::StrCat(1);
+    for (const auto& [name, policy] : policies) merged[name] = lowest_value;
+    if (!swept.empty() && !values.front().empty()) merged[swept] = values.front();
+    absl::StatusOr<workloads::Params> lowest = workloads::ResolveParams(workload, merged);
+    if (!lowest.ok()) {
+      return FieldError(absl::StrCat("arms[", i, "]"),
+                        absl::StrCat("parameters do not combine with the lowest drawn value 1: ",
+                                     std::string(lowest.status().message())));
+    }
   }
   return absl::OkStatus();
 }
@@ -336,6 +405,11 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
   }
   const std::string& swept = spec.sweep().param();
   if (absl::Status s = CheckParams(*workload, spec.params(), "params", swept); !s.ok()) return s;
+  if (absl::Status s =
+          CheckParamPolicies(*workload, spec.param_policies(), spec.params(), "params", swept);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = CheckSweep(*workload, spec.sweep()); !s.ok()) return s;
   if (spec.iterations() < kMinIterations || spec.iterations() > kMaxIterations) {
     return RangeError("iterations", kMinIterations, kMaxIterations,

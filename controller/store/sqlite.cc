@@ -7,8 +7,8 @@ namespace tlbfleet::store {
 namespace {
 
 absl::Status SqliteError(sqlite3* db, int rc, std::string_view what) {
-  std::string message =
-      absl::StrCat("sqlite ", std::string(what), ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  std::string message = absl::StrCat("sqlite ", std::string(what), ": ",
+                                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -83,9 +83,9 @@ std::string Statement::Blob(int col) const {
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     absl::Status s = SqliteError(raw, rc, absl::StrCat("open ", path));
     sqlite3_close(raw);
@@ -93,8 +93,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   }
   std::unique_ptr<Database> db(new Database(raw));
   sqlite3_busy_timeout(raw, 5000);
-  absl::Status s = db->Exec(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+  absl::Status s =
+      db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
   if (!s.ok()) return s;
   return db;
 }

@@ -223,9 +223,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Store::CancelRu
   std::vector<std::pair<std::string, std::string>> running;
   if (run.state() != v1::RUN_STATE_QUEUED && run.state() != v1::RUN_STATE_RUNNING) return running;
   absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
-    TLB_ASSIGN_OR_RETURN(Statement leased,
-                         db_->Prepare("SELECT agent_id, lease_id FROM jobs"
-                                      " WHERE run_id = ?1 AND state = 'leased'"));
+    TLB_ASSIGN_OR_RETURN(Statement leased, db_->Prepare("SELECT agent_id, lease_id FROM jobs"
+                                                        " WHERE run_id = ?1 AND state = 'leased'"));
     leased.Bind(1, id);
     for (;;) {
       TLB_ASSIGN_OR_RETURN(bool row, leased.Step());
@@ -348,9 +347,8 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
                             .Bind(4, agent_id)
                             .Bind(5, now_ms + lease_ms)
                             .Run());
-    TLB_ASSIGN_OR_RETURN(Statement run,
-                         db_->Prepare("UPDATE runs SET state = 'running'"
-                                      " WHERE id = ?1 AND state = 'queued'"));
+    TLB_ASSIGN_OR_RETURN(Statement run, db_->Prepare("UPDATE runs SET state = 'running'"
+                                                     " WHERE id = ?1 AND state = 'queued'"));
     TLB_RETURN_IF_ERROR(run.Bind(1, rid).Run());
     a.set_lease_id(lease_id);
     a.set_job_id(job_id);
@@ -468,14 +466,16 @@ absl::StatusOr<std::vector<ExpiredLease>> Store::ExpireLeases(int64_t now_ms, in
       TLB_ASSIGN_OR_RETURN(Statement drop, db_->Prepare("DELETE FROM samples WHERE lease_id = ?1"));
       TLB_RETURN_IF_ERROR(drop.Bind(1, e.lease_id).Run());
       // The silent host gives up its slot so that another host can finish the run.
-      TLB_ASSIGN_OR_RETURN(Statement unbind,
-                           db_->Prepare("DELETE FROM run_slots WHERE run_id = ?1 AND agent_id = ?2"));
+      TLB_ASSIGN_OR_RETURN(
+          Statement unbind,
+          db_->Prepare("DELETE FROM run_slots WHERE run_id = ?1 AND agent_id = ?2"));
       TLB_RETURN_IF_ERROR(unbind.Bind(1, run_id).Bind(2, e.agent_id).Run());
       e.requeued = attempts < max_attempts;
       if (e.requeued) {
-        TLB_ASSIGN_OR_RETURN(Statement requeue,
-                             db_->Prepare("UPDATE jobs SET state = 'queued', lease_id = NULL,"
-                                          " agent_id = NULL, lease_expires_ms = NULL WHERE id = ?1"));
+        TLB_ASSIGN_OR_RETURN(
+            Statement requeue,
+            db_->Prepare("UPDATE jobs SET state = 'queued', lease_id = NULL,"
+                         " agent_id = NULL, lease_expires_ms = NULL WHERE id = ?1"));
         TLB_RETURN_IF_ERROR(requeue.Bind(1, e.job_id).Run());
       } else {
         TLB_ASSIGN_OR_RETURN(Statement fail,
@@ -496,9 +496,8 @@ absl::StatusOr<std::vector<ExpiredLease>> Store::ExpireLeases(int64_t now_ms, in
 
 absl::StatusOr<std::optional<std::string>> Store::LeaseHeldBy(const std::string& agent_id) {
   absl::MutexLock lock(&mu_);
-  TLB_ASSIGN_OR_RETURN(Statement stmt,
-                       db_->Prepare("SELECT lease_id FROM jobs WHERE agent_id = ?1"
-                                    " AND state = 'leased' ORDER BY id LIMIT 1"));
+  TLB_ASSIGN_OR_RETURN(Statement stmt, db_->Prepare("SELECT lease_id FROM jobs WHERE agent_id = ?1"
+                                                    " AND state = 'leased' ORDER BY id LIMIT 1"));
   stmt.Bind(1, agent_id);
   TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return std::optional<std::string>();
@@ -604,8 +603,8 @@ absl::StatusOr<CompletionResult> Store::CompleteJob(const std::string& agent_id,
     TLB_ASSIGN_OR_RETURN(bool found, job.Step());
     if (!found || job.Text(2) != agent_id) {
       result.rejected = true;
-      result.reason = absl::StrCat("lease ", complete.lease_id(), " is not held by agent ",
-                                   agent_id);
+      result.reason =
+          absl::StrCat("lease ", complete.lease_id(), " is not held by agent ", agent_id);
       return absl::OkStatus();
     }
     int64_t job_id = job.Int(0);
@@ -619,10 +618,9 @@ absl::StatusOr<CompletionResult> Store::CompleteJob(const std::string& agent_id,
       result.reason = absl::StrCat("lease ", complete.lease_id(), " is no longer active");
       return absl::OkStatus();
     }
-    std::string where = absl::StrCat("job ", job_id, " (arm ", job.Text(4),
-                                     job.Text(5).empty() ? "" : ", ", job.Text(5),
-                                     job.Text(5).empty() ? "" : "=", job.Text(6), ", iteration ",
-                                     job.Int(7), ")");
+    std::string where = absl::StrCat(
+        "job ", job_id, " (arm ", job.Text(4), job.Text(5).empty() ? "" : ", ", job.Text(5),
+        job.Text(5).empty() ? "" : "=", job.Text(6), ", iteration ", job.Int(7), ")");
     std::string new_state = "succeeded";
     std::string error;
     if (complete.status() == v1::JOB_STATUS_SUCCEEDED) {
@@ -648,7 +646,8 @@ absl::StatusOr<CompletionResult> Store::CompleteJob(const std::string& agent_id,
     TLB_ASSIGN_OR_RETURN(Statement upd,
                          db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, finished_ms = ?4,"
                                       " lease_expires_ms = NULL WHERE id = ?1"));
-    TLB_RETURN_IF_ERROR(upd.Bind(1, job_id).Bind(2, new_state).Bind(3, error).Bind(4, now_ms).Run());
+    TLB_RETURN_IF_ERROR(
+        upd.Bind(1, job_id).Bind(2, new_state).Bind(3, error).Bind(4, now_ms).Run());
     if (new_state == "failed") {
       TLB_RETURN_IF_ERROR(FailRunLocked(run_id, error, now_ms));
       result.run_finished = true;

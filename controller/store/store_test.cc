@@ -96,8 +96,9 @@ TEST_F(StoreTest, MigratesExistingVersion1DatabaseKeepingData) {
     auto db = Database::Open(path_);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(Migrate(**db, 1).ok());
-    ASSERT_TRUE((*db)->Exec("INSERT INTO runs(name, benchmark, spec, spec_yaml, state, created_ms)"
-                            " VALUES('old', 'ebizzy', x'', 'name: old', 'succeeded', 1000)")
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO runs(name, benchmark, spec, spec_yaml, state, created_ms)"
+                           " VALUES('old', 'ebizzy', x'', 'name: old', 'succeeded', 1000)")
                     .ok());
     EXPECT_EQ(*SchemaVersion(**db), 1);
   }

@@ -128,9 +128,15 @@ TempDir::~TempDir() {
 ControllerProcess::ControllerProcess(const std::string& dir, std::vector<std::string> extra_args)
     : db_path_(dir + "/fleet.db") {
   std::string ready = dir + "/controller.ready";
-  std::vector<std::string> argv = {BinPath("tlbfleet-controller"), "--grpc-listen", "127.0.0.1:0",
-                                   "--http-listen", "127.0.0.1:0", "--db", db_path_,
-                                   "--ready-file", ready};
+  std::vector<std::string> argv = {BinPath("tlbfleet-controller"),
+                                   "--grpc-listen",
+                                   "127.0.0.1:0",
+                                   "--http-listen",
+                                   "127.0.0.1:0",
+                                   "--db",
+                                   db_path_,
+                                   "--ready-file",
+                                   ready};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = std::make_unique<Process>(argv, dir + "/controller.log");
   std::string text;
@@ -148,8 +154,8 @@ ControllerProcess::ControllerProcess(const std::string& dir, std::vector<std::st
     grpc_port_ = std::stoi(m[1]);
     http_port_ = std::stoi(m[2]);
   }
-  stub_ = v1::FleetService::NewStub(
-      grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+  stub_ =
+      v1::FleetService::NewStub(grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
 }
 
 int ControllerProcess::ConnectedHosts() {

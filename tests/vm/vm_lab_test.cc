@@ -106,8 +106,8 @@ class HostController {
         30s);
     std::smatch m;
     if (std::regex_search(text, m, std::regex("\"grpc_port\":(\\d+)"))) port_ = std::stoi(m[1]);
-    stub_ = v1::FleetService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials()));
+    stub_ = v1::FleetService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port_),
+                                                          grpc::InsecureChannelCredentials()));
   }
 
   int port() const { return port_; }
@@ -243,9 +243,10 @@ TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
   // Deadlines: the CTest timeout is 600 s and a killed test leaves its guest running (the
   // next run's `lab down` stops it), so build + 180 + 200 + 60 s stay well inside it.
   ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 180s))
-      << "the guest's agent did not connect within 180 s\n--- lab up\n" << out
-      << "\n--- guest console\n"
-      << Tail(GuestConsole(), 6000) << "\n--- controller\n" << Tail(controller->process().Log(), 3000);
+      << "the guest's agent did not connect within 180 s\n--- lab up\n"
+      << out << "\n--- guest console\n"
+      << Tail(GuestConsole(), 6000) << "\n--- controller\n"
+      << Tail(controller->process().Log(), 3000);
   double boot_s = Seconds(Clock::now() - boot_start);
 
   // 3. What the guest says about itself.
@@ -289,14 +290,16 @@ TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
   double run_s = Seconds(Clock::now() - run_start);
   ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED)
       << "run " << run_id << ": " << run.error() << "\n--- guest console\n"
-      << Tail(GuestConsole(), 6000) << "\n--- controller\n" << Tail(controller->process().Log(), 3000);
+      << Tail(GuestConsole(), 6000) << "\n--- controller\n"
+      << Tail(controller->process().Log(), 3000);
 
   // 5. The stored samples.
   const std::string db = dir.path() + "/fleet.db";
   const std::string where = "WHERE run_id = " + std::to_string(std::stoll(run_id));
-  auto ceilings = Query(db, "SELECT arm, ceiling_applied, IFNULL(ceiling, ''), COUNT(*), "
-                            "COUNT(DISTINCT boot_id), MIN(boot_id), MIN(host) FROM samples " +
-                                where + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+  auto ceilings = Query(db,
+                        "SELECT arm, ceiling_applied, IFNULL(ceiling, ''), COUNT(*), "
+                        "COUNT(DISTINCT boot_id), MIN(boot_id), MIN(host) FROM samples " +
+                            where + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
   std::map<std::string, std::string> expected = {{"ceiling-1", "1"}, {"ceiling-512", "512"}};
   ASSERT_EQ(ceilings.size(), 2u) << "each arm's samples must carry exactly one ceiling";
   for (const auto& row : ceilings) {
@@ -332,8 +335,10 @@ TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
   const ArmFigures& one = arms["ceiling-1"];
   const ArmFigures& many = arms["ceiling-512"];
   std::cout << "ceiling 1:" << one.Describe() << "\nceiling 512:" << many.Describe() << std::endl;
-  EXPECT_GT(one.all_pages, 0) << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-1";
-  EXPECT_GT(many.all_pages, 0) << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-512";
+  EXPECT_GT(one.all_pages, 0)
+      << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-1";
+  EXPECT_GT(many.all_pages, 0)
+      << "no tlb_flush_events samples (monitors: [flush_profile]) for ceiling-512";
   EXPECT_GT(one.unmaps, 50) << "ebizzy made too few records to judge";
   EXPECT_GT(many.unmaps, 50) << "ebizzy made too few records to judge";
   {
@@ -366,15 +371,18 @@ TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
   controller = std::make_unique<HostController>(dir.path(), port, "controller-restarted");
   ASSERT_EQ(controller->port(), port) << controller->process().Log();
   ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 60s))
-      << "the guest's agent did not reconnect\n--- guest console\n" << Tail(GuestConsole(), 4000);
+      << "the guest's agent did not reconnect\n--- guest console\n"
+      << Tail(GuestConsole(), 4000);
   EXPECT_EQ(host->agent_id(), agent_id);
-  EXPECT_EQ(host->info().boot_id(), boot_id) << "the guest rebooted: the check below would prove nothing";
+  EXPECT_EQ(host->info().boot_id(), boot_id)
+      << "the guest rebooted: the check below would prove nothing";
   ASSERT_TRUE(host->info().ceiling().has_value()) << host->info().ceiling().reason();
   EXPECT_EQ(host->info().ceiling().value(), 33) << "the guest's ceiling was not restored";
 
-  std::printf("vm-lab timings: lab build %.1f s, boot to agent connected %.1f s, "
-              "2-job ebizzy run (2 × 3 s) %.1f s\n",
-              build_s, boot_s, run_s);
+  std::printf(
+      "vm-lab timings: lab build %.1f s, boot to agent connected %.1f s, "
+      "2-job ebizzy run (2 × 3 s) %.1f s\n",
+      build_s, boot_s, run_s);
   ::testing::Test::RecordProperty("lab_build_seconds", std::to_string(build_s));
   ::testing::Test::RecordProperty("boot_to_connected_seconds", std::to_string(boot_s));
   ::testing::Test::RecordProperty("run_seconds", std::to_string(run_s));
