@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -101,21 +102,26 @@ uint64_t LostEventsFromStats(const std::string& stats_text) {
 }
 
 int CleanStaleTraceInstances() {
-  char** names = tracefs_instances("^tlbfleet-");
-  if (names == nullptr) return 0;
+  // Listed by hand: libtracefs 1.6's tracefs_instances(regex) never frees its compiled regex.
+  const char* tracing_dir = tracefs_tracing_dir();
+  if (tracing_dir == nullptr) return 0;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(std::string(tracing_dir) + "/instances", ec);
+  if (ec) return 0;
   int removed = 0;
-  for (char** n = names; *n != nullptr; ++n) {
-    std::vector<std::string> parts = absl::StrSplit(*n, '-');
+  for (const std::filesystem::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("tlbfleet-", 0) != 0) continue;
+    std::vector<std::string> parts = absl::StrSplit(name, '-');
     int pid = 0;
     if (parts.size() < 2 || !absl::SimpleAtoi(parts[1], &pid) || pid <= 0) continue;
     if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its owner still runs
-    tracefs_instance* inst = tracefs_instance_alloc(nullptr, *n);
+    tracefs_instance* inst = tracefs_instance_alloc(nullptr, name.c_str());
     if (inst == nullptr) continue;
     tracefs_event_disable(inst, nullptr, nullptr);
     if (tracefs_instance_destroy(inst) == 0) ++removed;
     tracefs_instance_free(inst);
   }
-  tracefs_list_free(names);
   return removed;
 }
 
