@@ -399,6 +399,10 @@ void Agent::Impl::Handle(const v1::ControllerMessage& message, bool* welcomed) {
     case v1::ControllerMessage::kCancel:
       OnCancel(message.cancel());
       break;
+    case v1::ControllerMessage::kReboot:
+      spdlog::warn("controller {} asked for a reboot ({}); this agent cannot reboot",
+                   options_.controller, message.reboot().reason());
+      break;
     case v1::ControllerMessage::BODY_NOT_SET:
       spdlog::warn("ignoring an empty message from {}", options_.controller);
       break;
