@@ -36,6 +36,7 @@ int AgentMain(int argc, char** argv) {
   std::vector<std::string> label_args;
   std::string log_level = "info";
   double max_backoff = 30;
+  std::string reboot_command;
 
   CLI::App app{"tlbfleet agent: runs benchmark jobs for a tlbfleet controller"};
   app.set_version_flag("--version", tlbfleet::kVersion);
@@ -50,6 +51,10 @@ int AgentMain(int argc, char** argv) {
                  "upper bound of the reconnect delay (starts at 0.5 s, doubles)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--reboot-command", reboot_command,
+                 "how this host reboots when a run needs a fresh boot: a shell command line "
+                 "(e.g. \"systemctl reboot\") or \"syscall\" for reboot(2); without it the "
+                 "agent never reboots and takes no multi-boot runs");
   CLI11_PARSE(app, argc, argv);
 
   std::map<std::string, std::string> labels;
@@ -82,6 +87,7 @@ int AgentMain(int argc, char** argv) {
   options.labels = labels;
   options.workloads = tlbfleet::workloads::Registry::Get().Names();
   options.max_backoff_seconds = max_backoff;
+  options.reboot_command = reboot_command;
   // CPUID describes this machine, not a --sysroot tree.
   tlbfleet::agent::HardwareCpuid cpuid;
   if (sysroot_dir.empty()) options.cpuid = &cpuid;

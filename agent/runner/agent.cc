@@ -16,6 +16,7 @@
 #include "agent/kernel/flush_profile.h"
 #include "agent/kernel/host_info.h"
 #include "agent/kernel/mounts.h"
+#include "agent/kernel/reboot.h"
 #include "agent/runner/agent_id.h"
 #include "agent/runner/backoff.h"
 #include "agent/runner/paths.h"
@@ -71,6 +72,7 @@ class Agent::Impl {
       if (job != nullptr && !job->done) job->cancel->Cancel("agent destroyed");
     }
     if (job != nullptr && job->thread.joinable()) job->thread.join();
+    if (reboot_thread_.joinable()) reboot_thread_.join();
   }
 
   absl::Status Run();
@@ -96,6 +98,11 @@ class Agent::Impl {
   void OnWelcome(const v1::Welcome& welcome);
   void OnAssignment(const v1::JobAssignment& assignment);
   void OnCancel(const v1::CancelJob& cancel);
+  void OnReboot(const v1::RebootRequest& request);
+  // The reboot thread: waits for the spool to drain, then runs the reboot command.
+  void Reboot(const std::string& reason);
+  // A note to the controller that belongs to no lease (a failed reboot).
+  void SendNote(const std::string& text);
   void SenderLoop(grpc::ClientContext* ctx);
   bool Send(const v1::AgentMessage& message);
   bool SendRecord(const v1::SpooledJob& record);
@@ -128,6 +135,8 @@ class Agent::Impl {
   std::deque<std::string> unsent_ ABSL_GUARDED_BY(mu_);  // finished leases to (re)send
   // Records whose spool write failed (disk full?): sent from memory, lost on a crash.
   std::map<std::string, v1::SpooledJob> unspooled_ ABSL_GUARDED_BY(mu_);
+  bool rebooting_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reboot_thread_;  // started and joined by the stream reader and the destructor
 
   // --- guarded by write_mu_: gRPC allows one writer at a time ---
   absl::Mutex write_mu_;
@@ -224,6 +233,7 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
   absl::StatusOr<v1::HostInfo> host =
       CollectHostInfo(*options_.sysroot, options_.labels, options_.cpuid);
   if (!host.ok()) return host.status();
+  host->set_can_reboot(!options_.reboot_command.empty());
   // A new channel per attempt, so each attempt really dials instead of waiting out gRPC's
   // own reconnect backoff inside an old channel.
   std::shared_ptr<grpc::Channel> channel =
@@ -400,8 +410,7 @@ void Agent::Impl::Handle(const v1::ControllerMessage& message, bool* welcomed) {
       OnCancel(message.cancel());
       break;
     case v1::ControllerMessage::kReboot:
-      spdlog::warn("controller {} asked for a reboot ({}); this agent cannot reboot",
-                   options_.controller, message.reboot().reason());
+      OnReboot(message.reboot());
       break;
     case v1::ControllerMessage::BODY_NOT_SET:
       spdlog::warn("ignoring an empty message from {}", options_.controller);
@@ -491,6 +500,77 @@ void Agent::Impl::OnCancel(const v1::CancelJob& cancel) {
   } else {
     spdlog::info("cancel of lease={} ignored: not running", cancel.lease_id());
   }
+}
+
+void Agent::Impl::SendNote(const std::string& text) {
+  v1::AgentMessage message;
+  message.mutable_progress()->set_message(text);
+  Send(message);
+}
+
+void Agent::Impl::OnReboot(const v1::RebootRequest& request) {
+  if (options_.reboot_command.empty()) {
+    spdlog::warn("controller asked for a reboot ({}), but this agent has no --reboot-command",
+                 request.reason());
+    SendNote("this agent has no --reboot-command");
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (rebooting_) return;
+    if (JobRunningLocked()) {
+      spdlog::warn("reboot request ignored: lease {} is running", job_->assignment.lease_id());
+      return;
+    }
+    if (!request.boot_id().empty() && request.boot_id() != host_.boot_id()) {
+      spdlog::info("reboot request for boot {} ignored: this is boot {}", request.boot_id(),
+                   host_.boot_id());
+      return;
+    }
+    rebooting_ = true;
+  }
+  if (reboot_thread_.joinable()) reboot_thread_.join();  // a previous, failed attempt
+  reboot_thread_ = std::thread(&Impl::Reboot, this, request.reason());
+}
+
+void Agent::Impl::Reboot(const std::string& reason) {
+  // Results not yet acked would survive on a disk spool, but not in a tmpfs (a microVM's
+  // initramfs): give the controller time to ack them first.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  size_t pending = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (;;) {
+      pending = spool_.LoadAll().size() + unspooled_.size();
+      if ((pending == 0 && unsent_.empty()) || stopping_ || absl::Now() >= deadline) break;
+      cv_.WaitWithTimeout(&mu_, absl::Milliseconds(200));
+    }
+    if (stopping_) {
+      rebooting_ = false;
+      return;
+    }
+  }
+  if (pending > 0) {
+    spdlog::warn("rebooting with {} result(s) not yet acknowledged; they stay in the spool",
+                 pending);
+  }
+  spdlog::info("rebooting ({}) with: {}", reason, options_.reboot_command);
+  spdlog::default_logger()->flush();
+  absl::Status started = StartReboot(options_.reboot_command);
+  if (started.ok()) {
+    // The host is going down; if it has not after the grace period, the command lied.
+    absl::MutexLock lock(&mu_);
+    const absl::Time gone_by = absl::Now() + absl::Seconds(options_.reboot_grace_seconds);
+    while (!stopping_ && absl::Now() < gone_by) cv_.WaitWithDeadline(&mu_, gone_by);
+    if (stopping_) return;
+    started = absl::DeadlineExceededError(
+        absl::StrCat("the reboot command succeeded but the host was still up ",
+                     options_.reboot_grace_seconds, " s later"));
+  }
+  spdlog::error("reboot failed: {}", started.ToString());
+  SendNote(absl::StrCat("reboot failed: ", std::string(started.message())));
+  absl::MutexLock lock(&mu_);
+  rebooting_ = false;
 }
 
 void Agent::Impl::JobThread(Job* job, const HostContext& host) {

@@ -46,6 +46,13 @@ struct AgentOptions {
   // The CPUID instruction for HostInfo's TLB facts; null (tests, a fake sysroot) leaves
   // them out.
   const CpuidSource* cpuid = nullptr;
+  // How this host reboots when the controller asks for a fresh boot (agent/kernel/reboot.h):
+  // "syscall", a shell command line, or empty: this agent never reboots, and runs with more
+  // than one boot per arm do not come to it.
+  std::string reboot_command;
+  // After the reboot command succeeded, how long to wait for the host to go down before
+  // telling the controller the reboot failed.
+  double reboot_grace_seconds = 120;
 };
 
 class Agent {

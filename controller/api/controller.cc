@@ -9,8 +9,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/workloads/workload.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "controller/report/adaptive.h"
 #include "controller/report/compare.h"
 #include "controller/report/comparison.h"
 #include "controller/report/render.h"
@@ -113,6 +115,11 @@ HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* 
                      host.ceiling().reason().empty() ? "unknown reason" : host.ceiling().reason()),
         HostFit::kCeilingUnwritable);
   }
+  if (store::RunNeedsReboots(spec) && !host.can_reboot()) {
+    return fail(absl::StrCat("host ", host.hostname(), " cannot reboot (its agent has no",
+                             " --reboot-command) and the run needs more than one boot"),
+                HostFit::kCannotReboot);
+  }
   return HostFit::kFits;
 }
 
@@ -169,6 +176,16 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello)
   session.channel = channel;
   session.agent_id = hello.agent_id();
   session.host = hello.host();
+  if (auto asked = reboot_requests_.find(hello.agent_id()); asked != reboot_requests_.end()) {
+    if (asked->second.boot_id != hello.host().boot_id()) {
+      spdlog::info("agent={} host={} rebooted: boot {} -> {}", hello.agent_id(),
+                   hello.host().hostname(), asked->second.boot_id, hello.host().boot_id());
+      reboot_requests_.erase(asked);
+    } else {
+      spdlog::warn("agent={} host={} reconnected on boot {}, which it was asked to leave",
+                   hello.agent_id(), hello.host().hostname(), hello.host().boot_id());
+    }
+  }
   spdlog::info("agent={} host={} connected from {} boot={} microarch={} cpus={} ceiling={}",
                session.agent_id, session.host.hostname(), channel->Peer(), session.host.boot_id(),
                session.host.cpu().microarch(), session.host.logical_cpus(),
@@ -211,6 +228,16 @@ void Controller::OnMessage(AgentChannel* channel, const v1::AgentMessage& messag
       HandleCompleteLocked(*session, message.complete());
       break;
     case v1::AgentMessage::kProgress:
+      if (session->rebooting && message.progress().lease_id().empty()) {
+        // The agent could not carry out the reboot (its command failed): say so on the run.
+        spdlog::warn("agent={} host={}: {}", session->agent_id, session->host.hostname(),
+                     message.progress().message());
+        const std::string run_id = session->reboot_run_id;
+        session->rebooting = false;
+        FailRunLocked(run_id, absl::StrCat("host ", session->host.hostname(),
+                                           " could not reboot: ", message.progress().message()));
+        break;
+      }
       spdlog::debug("agent={} lease={} progress: {}", session->agent_id,
                     message.progress().lease_id(), message.progress().message());
       break;
@@ -245,6 +272,8 @@ void Controller::HandleHeartbeatLocked(Session& session, const v1::Heartbeat& he
     // An idle heartbeat can cross an assignment on the wire. The host stays busy until it
     // completes the lease or the lease expires (which also covers a lost assignment).
     if (!session.lease_id.empty()) return;
+    // Likewise a reboot request: the host is going down, or will say why it cannot.
+    if (session.rebooting) return;
     session.idle = true;
     session.lease_id.clear();
     DispatchLocked(session);
@@ -309,23 +338,34 @@ void Controller::HandleCompleteLocked(Session& session, const v1::JobComplete& c
 }
 
 void Controller::DispatchLocked(Session& session) {
-  if (!session.idle || stopping_) return;
+  if (!session.idle || session.rebooting || stopping_) return;
   absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
   if (!runs.ok()) {
     spdlog::error("dispatch: listing runs failed: {}", runs.status().ToString());
     return;
   }
+  // The oldest run that has work for this host but not on its current boot. The host
+  // reboots for it only when no run has work for the current boot.
+  std::string reboot_run_id;
+  std::string reboot_why;
   for (const store::ActiveRun& run : *runs) {
     if (!HostMatches(run.spec, session.host)) continue;
-    absl::StatusOr<std::optional<v1::JobAssignment>> job =
-        store_.LeaseNextJob(run.run_id, session.agent_id, Now(), options_.lease_ms,
-                            SlotExpanderFor(run.run_id, session.host));
+    std::string why;
+    absl::StatusOr<std::optional<v1::JobAssignment>> job = store_.LeaseNextJob(
+        run.run_id, session.agent_id, Now(), options_.lease_ms,
+        SlotExpanderFor(run.run_id, session.host), session.host.boot_id(), &why);
     if (!job.ok()) {
       spdlog::error("dispatch run={} to agent={}: {}", run.run_id, session.agent_id,
                     job.status().ToString());
       continue;
     }
-    if (!job->has_value()) continue;
+    if (!job->has_value()) {
+      if (!why.empty() && reboot_run_id.empty()) {
+        reboot_run_id = run.run_id;
+        reboot_why = why;
+      }
+      continue;
+    }
     const v1::JobAssignment& a = **job;
     spdlog::info("run={} job={} lease={} -> host={} agent={} (arm {}, {}={}, iteration {})",
                  a.run_id(), a.job_id(), a.lease_id(), session.host.hostname(), session.agent_id,
@@ -338,6 +378,107 @@ void Controller::DispatchLocked(Session& session) {
     session.channel->Send(message);
     return;
   }
+  if (!reboot_run_id.empty()) RequestRebootLocked(session, reboot_run_id, reboot_why);
+}
+
+void Controller::RequestRebootLocked(Session& session, const std::string& run_id,
+                                     const std::string& why) {
+  RebootRequestRecord& record = reboot_requests_[session.agent_id];
+  if (record.boot_id == session.host.boot_id()) {
+    ++record.times;
+  } else {
+    record = RebootRequestRecord{session.host.boot_id(), run_id, 0};
+  }
+  // One request may be lost to a crash or a restart of the agent; a second one that finds
+  // the host on the same boot means the reboot does not work.
+  if (record.times >= 2) {
+    reboot_requests_.erase(session.agent_id);
+    FailRunLocked(run_id, absl::StrCat("host ", session.host.hostname(),
+                                       " did not reboot: ", "it came back on boot ",
+                                       session.host.boot_id(), " after two reboot requests"));
+    return;
+  }
+  spdlog::info("agent={} host={}: asking for a reboot ({})", session.agent_id,
+               session.host.hostname(), why);
+  session.idle = false;
+  session.rebooting = true;
+  session.reboot_run_id = run_id;
+  session.reboot_deadline_ms = Now() + options_.reboot_timeout_ms;
+  v1::ControllerMessage message;
+  message.mutable_reboot()->set_reason(why);
+  message.mutable_reboot()->set_boot_id(session.host.boot_id());
+  session.channel->Send(message);
+}
+
+void Controller::FailRunLocked(const std::string& run_id, const std::string& error) {
+  spdlog::warn("run={} failed: {}", run_id, error);
+  if (absl::Status s = store_.FailRun(run_id, error, Now()); !s.ok()) {
+    spdlog::error("run={} failing: {}", run_id, s.ToString());
+  }
+}
+
+void Controller::CheckRebootsLocked() {
+  for (auto& [id, session] : sessions_) {
+    if (!session.rebooting || Now() < session.reboot_deadline_ms) continue;
+    session.rebooting = false;
+    reboot_requests_.erase(session.agent_id);
+    FailRunLocked(
+        session.reboot_run_id,
+        absl::StrCat("host ", session.host.hostname(), " did not reboot within ",
+                     options_.reboot_timeout_ms / 1000,
+                     " s of the request; it is still connected on boot ", session.host.boot_id()));
+    session.idle = true;
+  }
+}
+
+void Controller::DecideAdaptiveRuns() {
+  absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.AdaptiveRunsAwaitingDecision();
+  if (!runs.ok()) {
+    spdlog::error("adaptive runs: {}", runs.status().ToString());
+    return;
+  }
+  for (const store::ActiveRun& run : *runs) {
+    absl::StatusOr<v1::Run> stored = store_.GetRun(run.run_id);
+    absl::StatusOr<std::vector<v1::Sample>> samples = store_.GetSamples(run.run_id);
+    if (!stored.ok() || !samples.ok()) {
+      spdlog::error("run={} adaptive decision: {}", run.run_id,
+                    (stored.ok() ? samples.status() : stored.status()).ToString());
+      continue;
+    }
+    std::vector<std::string> metrics(run.spec.adaptive().metrics().begin(),
+                                     run.spec.adaptive().metrics().end());
+    if (metrics.empty()) {
+      const workloads::Workload* workload = workloads::Registry::Get().Find(run.spec.benchmark());
+      if (workload != nullptr) metrics.emplace_back(workload->PrimaryMetric());
+    }
+    report::CompareOptions options;
+    for (const v1::ArmSpec& arm : run.spec.arms()) options.arm_order.push_back(arm.name());
+    absl::StatusOr<report::Comparison> comparison =
+        report::Compare(report::ObservationsFromSamples(*samples), options);
+    report::AdaptiveDecision decision;
+    if (comparison.ok()) {
+      decision = report::DecideAdaptive(
+          run.spec.adaptive(), metrics, *comparison,
+          report::AdaptivePlan{stored->iterations_per_boot(), stored->boots()});
+    } else {
+      decision.reason = absl::StrCat("stopped: the comparison failed: ",
+                                     std::string(comparison.status().message()));
+    }
+    absl::Status s;
+    if (decision.action == report::AdaptiveDecision::Action::kStop) {
+      spdlog::info("run={} adaptive: {}", run.run_id, decision.reason);
+      s = store_.FinishAdaptiveRun(run.run_id, decision.reason, Now());
+    } else {
+      spdlog::info("run={} adaptive round {}: {}", run.run_id, stored->adaptive_rounds() + 1,
+                   decision.reason);
+      store::RunExtension extension;
+      extension.add_boot = decision.action == report::AdaptiveDecision::Action::kAddBoot;
+      extension.iterations_per_boot = decision.iterations_per_boot;
+      extension.note = decision.reason;
+      s = store_.ExtendRun(run.run_id, extension, Now());
+    }
+    if (!s.ok()) spdlog::error("run={} adaptive decision: {}", run.run_id, s.ToString());
+  }
 }
 
 void Controller::DispatchAllLocked() {
@@ -349,20 +490,26 @@ void Controller::DispatchAllLocked() {
 void Controller::FailUnrunnableRunsLocked(const std::vector<store::ActiveRun>& runs) {
   for (const store::ActiveRun& run : runs) {
     bool any_fits = false;
-    std::vector<std::string> reasons;
+    std::vector<std::string> ceiling_reasons;
+    std::vector<std::string> reboot_reasons;
     for (const auto& [id, session] : sessions_) {
       std::string why;
       HostFit fit = FitHost(run.spec, session.host, &why);
       if (fit == HostFit::kFits) any_fits = true;
-      if (fit == HostFit::kCeilingUnwritable) reasons.push_back(why);
+      if (fit == HostFit::kCeilingUnwritable) ceiling_reasons.push_back(why);
+      if (fit == HostFit::kCannotReboot) reboot_reasons.push_back(why);
     }
-    // Only hosts that were selected and refused for the ceiling count as proof: with no such
-    // host connected the run waits, as any run does for a matching host.
-    if (any_fits || reasons.empty()) continue;
-    std::string error = absl::StrCat(
-        "an arm sets the flush ceiling, but no selected host can "
-        "apply it (",
-        absl::StrJoin(reasons, "; "), ")");
+    // Only hosts that were selected and refused for the ceiling or for rebooting count as
+    // proof: with no such host connected the run waits, as any run does for a matching host.
+    if (any_fits || (ceiling_reasons.empty() && reboot_reasons.empty())) continue;
+    std::string error =
+        ceiling_reasons.empty()
+            ? absl::StrCat("the run needs up to ",
+                           std::max(run.spec.boots(), run.spec.adaptive().boots().max()),
+                           " boots per arm, but no selected", " host can reboot (",
+                           absl::StrJoin(reboot_reasons, "; "), ")")
+            : absl::StrCat("an arm sets the flush ceiling, but no selected host can apply it (",
+                           absl::StrJoin(ceiling_reasons, "; "), ")");
     spdlog::warn("run={} failed: {}", run.run_id, error);
     if (absl::Status s = store_.FailRun(run.run_id, error, Now()); !s.ok()) {
       spdlog::error("run={} failing: {}", run.run_id, s.ToString());
@@ -373,7 +520,10 @@ void Controller::FailUnrunnableRunsLocked(const std::vector<store::ActiveRun>& r
 void Controller::Tick() {
   absl::StatusOr<std::vector<store::ExpiredLease>> expired =
       store_.ExpireLeases(Now(), options_.max_attempts);
+  // Outside mu_: the bootstrap behind a decision takes milliseconds to seconds.
+  DecideAdaptiveRuns();
   absl::MutexLock lock(&mu_);
+  CheckRebootsLocked();
   if (!expired.ok()) {
     spdlog::error("lease expiry failed: {}", expired.status().ToString());
   } else {

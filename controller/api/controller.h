@@ -37,6 +37,10 @@ struct ControllerOptions {
   int64_t heartbeat_ms = 15'000;  // told to agents in Welcome; must be well below lease_ms
   int max_attempts = 3;           // leases per job before its run fails
   int64_t tick_ms = 250;          // how often leases are checked
+  // A host asked to reboot that is still connected on its old boot after this long has
+  // failed to reboot; its run fails. (Time to come back is not bounded: a slow reboot
+  // only delays the run.)
+  int64_t reboot_timeout_ms = 180'000;
 };
 
 class Controller {
@@ -78,6 +82,17 @@ class Controller {
     v1::HostInfo host;
     bool idle = false;     // true once the agent said so (heartbeat) or completed its job
     std::string lease_id;  // the lease it runs, when not idle
+    // Asked to reboot (RebootRequest) and not back yet: gets no work until it reconnects.
+    bool rebooting = false;
+    std::string reboot_run_id;  // the run that needed the fresh boot
+    int64_t reboot_deadline_ms = 0;
+  };
+  // A reboot the controller asked for, kept across the agent's reconnect: an agent that
+  // comes back on the same boot did not reboot.
+  struct RebootRequestRecord {
+    std::string boot_id;  // the boot it was asked to leave
+    std::string run_id;
+    int times = 0;  // requests that found the host still on boot_id
   };
 
   int64_t Now() const { return clock_(); }
@@ -94,6 +109,15 @@ class Controller {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleHeartbeatLocked(Session& session, const v1::Heartbeat& heartbeat)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks an idle host for a fresh boot for `run_id`; fails the run instead when the host
+  // already ignored such a request on this boot.
+  void RequestRebootLocked(Session& session, const std::string& run_id, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailRunLocked(const std::string& run_id, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reboot deadlines, then adaptive runs whose plan so far is done: extend or stop each.
+  void CheckRebootsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DecideAdaptiveRuns();
 
   store::Store& store_;
   const ControllerOptions options_;
@@ -102,6 +126,7 @@ class Controller {
   absl::Mutex mu_;
   // Keyed by agent id: a reconnecting agent replaces its stale session.
   std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, RebootRequestRecord> reboot_requests_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread ticker_;
@@ -111,6 +136,7 @@ enum class HostFit {
   kFits,
   kSelectorMismatch,   // labels, microarch, names or CPU/kernel facts exclude the host
   kCeilingUnwritable,  // selected, but an arm sets the ceiling and the host cannot write it
+  kCannotReboot,       // selected, but the run has several boots and the host cannot reboot
 };
 
 // Whether `host` may run jobs of `spec`. When it may not, `why` (if given) says why.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <vector>
 
 namespace tlbfleet::api {
@@ -169,6 +170,204 @@ TEST_F(ControllerTest, CompareRefusesAnUnknownBaselineNamingTheField) {
   auto compare = controller_->Compare(submitted->run_id(), "zzz");
   ASSERT_FALSE(compare.ok());
   EXPECT_NE(compare.status().message().find("baseline"), std::string::npos);
+}
+
+// --- boots and reboots ----------------------------------------------------------------------
+
+constexpr char kTwoBootSpec[] =
+    "name: boots\nbenchmark: pipetest\nparams: {loops: 1000}\nboots: 2\n"
+    "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n";
+
+v1::Hello RebootableHello(const std::string& id, const std::string& boot) {
+  v1::Hello hello;
+  hello.set_protocol_version(v1::PROTOCOL_VERSION_1);
+  hello.set_agent_id(id);
+  hello.mutable_host()->set_hostname("host-" + id);
+  hello.mutable_host()->set_boot_id(boot);
+  hello.mutable_host()->set_can_reboot(true);
+  return hello;
+}
+
+// Completes the channel's last assignment with one sample of `value`.
+void CompleteLast(Controller& controller, FakeChannel& channel, const std::string& metric,
+                  double value, const std::string& boot = "") {
+  const v1::JobAssignment a = *channel.LastAssignment();
+  v1::AgentMessage batch;
+  batch.mutable_samples()->set_lease_id(a.lease_id());
+  v1::Sample* s = batch.mutable_samples()->add_samples();
+  s->set_metric(metric);
+  s->set_value(value);
+  s->set_better(v1::BETTER_LOWER);
+  s->set_boot_id(boot);  // the agent stamps its boot on every sample
+  controller.OnMessage(&channel, batch);
+  v1::AgentMessage done;
+  done.mutable_complete()->set_lease_id(a.lease_id());
+  done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
+  done.mutable_complete()->set_sample_count(1);
+  controller.OnMessage(&channel, done);
+}
+
+TEST_F(ControllerTest, MultiBootRunFailsAtOnceWhenNoSelectedHostCanReboot) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
+  controller_->OnMessage(&channel, Idle());
+  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(run->error().find("cannot reboot (its agent has no --reboot-command)"),
+            std::string::npos)
+      << run->error();
+  EXPECT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 0);
+}
+
+TEST_F(ControllerTest, HostRebootsBetweenBootsAndRunsTheNextBootOnTheNewOne) {
+  FakeChannel first;
+  ASSERT_TRUE(controller_->Register(&first, RebootableHello("a1", "boot-A")).ok());
+  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  controller_->OnMessage(&first, Idle());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(first.Count(v1::ControllerMessage::kAssignment), i + 1);
+    EXPECT_EQ(first.LastAssignment()->boot_index(), 0u);
+    CompleteLast(*controller_, first, "usecs_per_op", 5, "boot-A");
+  }
+  // Boot 0 is done: the host is asked to reboot, and idle heartbeats do not change that.
+  ASSERT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
+  EXPECT_EQ(first.sent.back().reboot().boot_id(), "boot-A");
+  controller_->OnMessage(&first, Idle());
+  controller_->Tick();
+  EXPECT_EQ(first.Count(v1::ControllerMessage::kAssignment), 2);
+  EXPECT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
+
+  controller_->Unregister(&first);
+  FakeChannel second;
+  ASSERT_TRUE(controller_->Register(&second, RebootableHello("a1", "boot-B")).ok());
+  controller_->OnMessage(&second, Idle());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(second.Count(v1::ControllerMessage::kAssignment), i + 1);
+    EXPECT_EQ(second.LastAssignment()->boot_index(), 1u);
+    CompleteLast(*controller_, second, "usecs_per_op", 5, "boot-B");
+  }
+  EXPECT_EQ(second.Count(v1::ControllerMessage::kReboot), 0);
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
+  auto samples = controller_->GetResults(submitted->run_id());
+  ASSERT_TRUE(samples.ok());
+  ASSERT_EQ(samples->samples_size(), 4);
+  std::set<std::string> boots;
+  for (const v1::Sample& s : samples->samples()) boots.insert(s.boot_id());
+  EXPECT_EQ(boots, (std::set<std::string>{"boot-A", "boot-B"}));
+}
+
+TEST_F(ControllerTest, AHostThatKeepsComingBackOnTheSameBootFailsTheRun) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
+  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  controller_->OnMessage(&channel, Idle());
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  for (int reconnect = 0; reconnect < 2; ++reconnect) {
+    controller_->Unregister(&channel);
+    channel.sent.clear();
+    ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
+    controller_->OnMessage(&channel, Idle());
+  }
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(run->error().find("did not reboot"), std::string::npos) << run->error();
+}
+
+TEST_F(ControllerTest, AnAgentThatCannotCarryOutTheRebootFailsTheRunWithItsReason) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
+  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  controller_->OnMessage(&channel, Idle());
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  v1::AgentMessage note;
+  note.mutable_progress()->set_message("reboot failed: reboot(2): Operation not permitted");
+  controller_->OnMessage(&channel, note);
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(run->error().find("could not reboot: reboot failed: reboot(2)"), std::string::npos)
+      << run->error();
+}
+
+TEST_F(ControllerTest, ARebootThatNeverHappensFailsTheRunAfterTheTimeout) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
+  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  controller_->OnMessage(&channel, Idle());
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  now_ms_ += ControllerOptions{}.reboot_timeout_ms - 1;
+  controller_->Tick();
+  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
+  now_ms_ += 2;
+  controller_->Tick();
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_NE(run->error().find("did not reboot within 180 s"), std::string::npos) << run->error();
+}
+
+// --- adaptive runs -------------------------------------------------------------------------
+
+TEST_F(ControllerTest, AdaptiveRunStopsAtOnceWhenTheArmsAreExactlyAlike) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
+  auto submitted = controller_->Submit(
+      "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
+      "iterations: {min: 3, max: 30, target_ci: 1%}\n"
+      "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
+      "ad.yaml");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  controller_->OnMessage(&channel, Idle());
+  for (int i = 0; i < 6; ++i) CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
+  controller_->Tick();
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(run->adaptive_rounds(), 0u);
+  EXPECT_NE(run->stop_reason().find("after 3 iterations x 1 boot per arm"), std::string::npos)
+      << run->stop_reason();
+}
+
+TEST_F(ControllerTest, AdaptiveRunAddsIterationsWhileTheComparisonIsOpenThenStopsAtMax) {
+  FakeChannel channel;
+  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
+  auto submitted = controller_->Submit(
+      "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
+      "iterations: {min: 2, max: 5, target_ci: 0.1%}\n"
+      "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
+      "ad.yaml");
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  controller_->OnMessage(&channel, Idle());
+  // Noisy and overlapping: 4, 6, 4, 6, ... in both arms.
+  int done = 0;
+  auto complete_all = [&] {
+    while (channel.Count(v1::ControllerMessage::kAssignment) > done) {
+      CompleteLast(*controller_, channel, "usecs_per_op", done % 4 < 2 ? 4 : 6);
+      ++done;
+    }
+  };
+  complete_all();
+  EXPECT_EQ(done, 4);
+  for (int round = 0; round < 4; ++round) {
+    controller_->Tick();
+    complete_all();
+  }
+  auto run = controller_->GetRun(submitted->run_id());
+  EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(run->iterations_per_boot(), 5u);
+  EXPECT_GE(run->adaptive_rounds(), 1u);
+  EXPECT_EQ(done, 10);
+  EXPECT_NE(run->stop_reason().find("maximum reached (5 iterations x 1 boot per arm)"),
+            std::string::npos)
+      << run->stop_reason();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 namespace tlbfleet::cli {
 
 using tlbfleet::v1::Run;
+namespace v1 = tlbfleet::v1;
 
 TextTable::TextTable(std::vector<std::string> headers)
     : headers_(std::move(headers)), align_(headers_.size(), Align::kLeft) {}
@@ -164,12 +165,41 @@ std::string FormatRunDetails(const Run& run) {
   if (!arms.empty()) lines.emplace_back("arms", arms);
   std::string sweep = DescribeSweep(run.spec().sweep());
   if (!sweep.empty()) lines.emplace_back("sweep", sweep);
-  if (run.spec().iterations() > 0) {
-    lines.emplace_back("iterations", std::to_string(run.spec().iterations()));
+  // The plan so far (an adaptive run grows it), falling back to the spec for runs stored
+  // before the controller recorded it.
+  const uint32_t iterations =
+      run.iterations_per_boot() > 0 ? run.iterations_per_boot() : run.spec().iterations();
+  const v1::AdaptiveSpec& adaptive = run.spec().adaptive();
+  if (iterations > 0) {
+    std::string text = std::to_string(iterations);
+    if (adaptive.iterations().max() > 0) {
+      text += fmt::format(" (adaptive {}..{})", adaptive.iterations().min(),
+                          adaptive.iterations().max());
+    }
+    lines.emplace_back("iterations", text);
+  }
+  const uint32_t boots = std::max(run.boots(), run.spec().boots());
+  if (boots > 1 || adaptive.boots().max() > 0) {
+    std::string text = std::to_string(std::max<uint32_t>(boots, 1));
+    if (adaptive.boots().max() > 0) {
+      text += fmt::format(" (adaptive {}..{})", adaptive.boots().min(), adaptive.boots().max());
+    }
+    lines.emplace_back("boots", text);
+  }
+  if (adaptive.target_ci() > 0) {
+    lines.emplace_back("target", fmt::format("ratio CI half-width {:.2f}%, {} round{} so far",
+                                             adaptive.target_ci() * 100, run.adaptive_rounds(),
+                                             run.adaptive_rounds() == 1 ? "" : "s"));
   }
   lines.emplace_back("created", FormatUnixTime(run.created_unix()));
   lines.emplace_back("finished", FormatUnixTime(run.finished_unix()));
   if (!run.error().empty()) lines.emplace_back("error", run.error());
+  if (!run.stop_reason().empty()) {
+    const bool finished = run.state() == v1::RUN_STATE_SUCCEEDED ||
+                          run.state() == v1::RUN_STATE_FAILED ||
+                          run.state() == v1::RUN_STATE_CANCELLED;
+    lines.emplace_back(finished ? "stopped" : "last decision", run.stop_reason());
+  }
 
   size_t width = 0;
   for (const auto& line : lines) width = std::max(width, line.first.size());

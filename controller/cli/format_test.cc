@@ -94,6 +94,29 @@ TEST(FormatRunDetailsTest, ShowsCountsAndError) {
   EXPECT_THAT(text, HasSubstr("error:      job 3: ceiling locked on host a\n"));
 }
 
+TEST(FormatRunDetailsTest, AdaptiveRunShowsThePlanSoFarAndWhyItStopped) {
+  tlbfleet::v1::Run run;
+  run.set_id("9");
+  run.set_state(tlbfleet::v1::RUN_STATE_SUCCEEDED);
+  run.mutable_spec()->set_iterations(3);
+  run.mutable_spec()->set_boots(2);
+  auto* adaptive = run.mutable_spec()->mutable_adaptive();
+  adaptive->mutable_iterations()->set_min(3);
+  adaptive->mutable_iterations()->set_max(30);
+  adaptive->mutable_boots()->set_min(2);
+  adaptive->mutable_boots()->set_max(6);
+  adaptive->set_target_ci(0.01);
+  run.set_iterations_per_boot(6);
+  run.set_boots(4);
+  run.set_adaptive_rounds(3);
+  run.set_stop_reason("target reached after 6 iterations x 4 boots per arm");
+  std::string text = FormatRunDetails(run);
+  EXPECT_THAT(text, HasSubstr("iterations: 6 (adaptive 3..30)\n"));
+  EXPECT_THAT(text, HasSubstr("boots:      4 (adaptive 2..6)\n"));
+  EXPECT_THAT(text, HasSubstr("target:     ratio CI half-width 1.00%, 3 rounds so far\n"));
+  EXPECT_THAT(text, HasSubstr("stopped:    target reached after 6 iterations x 4 boots per arm\n"));
+}
+
 TEST(CeilingCellTest, WritableShowsValue) {
   tlbfleet::v1::CeilingInfo ceiling;
   ceiling.set_readable(true);

@@ -295,23 +295,42 @@ std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
   }
 
   std::vector<JobPlan> jobs;
-  jobs.reserve(templates.size() * spec.iterations() * spec.hosts().count());
+  const uint32_t boots = std::max<uint32_t>(spec.boots(), 1);
+  jobs.reserve(templates.size() * spec.iterations() * boots * spec.hosts().count());
   for (uint32_t slot = 0; slot < spec.hosts().count(); ++slot) {
-    for (uint32_t iteration = 1; iteration <= spec.iterations(); ++iteration) {
-      for (size_t i = 0; i < templates.size(); ++i) {
-        JobPlan& job = jobs.emplace_back(templates[i]);
-        job.slot = slot;
-        job.iteration = iteration;
-        if (policies[i].empty()) continue;
-        for (const auto& [name, policy] : policies[i]) {
-          job.params[name] = absl::StrCat(
-              MmtestsPolicyValue(spec.name(), name, iteration, std::max<int64_t>(policy.max(), 1)));
+    for (uint32_t boot = 0; boot < boots; ++boot) {
+      for (uint32_t iteration = 1; iteration <= spec.iterations(); ++iteration) {
+        for (size_t i = 0; i < templates.size(); ++i) {
+          JobPlan& job = jobs.emplace_back(templates[i]);
+          job.slot = slot;
+          job.boot = boot;
+          job.iteration = iteration;
+          if (policies[i].empty()) continue;
+          for (const auto& [name, policy] : policies[i]) {
+            job.params[name] = absl::StrCat(MmtestsPolicyValue(spec.name(), name, iteration,
+                                                               std::max<int64_t>(policy.max(), 1)));
+          }
+          ResolveJob(workload, spec.job_timeout_seconds(), &job);  // the timeout may depend on it
         }
-        ResolveJob(workload, spec.job_timeout_seconds(), &job);  // the timeout may depend on it
       }
     }
   }
   return jobs;
+}
+
+void RetargetJob(const v1::RunSpec& spec, uint32_t boot, uint32_t iteration, JobPlan* job) {
+  job->boot = boot;
+  job->iteration = iteration;
+  auto arm = std::find_if(spec.arms().begin(), spec.arms().end(),
+                          [&](const v1::ArmSpec& a) { return a.name() == job->arm; });
+  if (arm == spec.arms().end()) return;
+  const std::map<std::string, v1::ParamPolicy> policies = ArmParamPolicies(spec, *arm);
+  if (policies.empty()) return;
+  for (const auto& [name, policy] : policies) {
+    job->params[name] = absl::StrCat(
+        MmtestsPolicyValue(spec.name(), name, iteration, std::max<int64_t>(policy.max(), 1)));
+  }
+  ResolveJob(FindWorkload(spec.benchmark()), spec.job_timeout_seconds(), job);
 }
 
 }  // namespace tlbfleet::scheduler

@@ -19,6 +19,7 @@ namespace tlbfleet::scheduler {
 
 struct JobPlan {
   uint32_t slot = 0;  // host slot, 0..hosts.count-1
+  uint32_t boot = 0;  // which of the run's boots, 0..boots-1: a host runs each on a fresh boot
   std::string arm;
   std::string param_name;  // "" when the run has no sweep
   std::string param_value;
@@ -104,7 +105,14 @@ int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param
                            uint32_t iteration, int64_t max);
 
 // Requires a spec that passed ValidateRunSpec. Parameters with a policy get their value per
-// iteration (in JobPlan.params, as a plain integer).
+// iteration (in JobPlan.params, as a plain integer). Order per slot: boot-major, then
+// iteration, sweep value and arm, so each boot holds whole iterations of every arm.
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec);
+
+// Re-targets a planned job of `spec` to `iteration` (1-based) of `boot` (0-based): a
+// parameter drawn per iteration is drawn again and the timeout follows it. This is how an
+// adaptive run adds iterations and boots, copying jobs it already has (which also works for
+// host-dependent sweeps, whose values are known only per slot).
+void RetargetJob(const v1::RunSpec& spec, uint32_t boot, uint32_t iteration, JobPlan* job);
 
 }  // namespace tlbfleet::scheduler

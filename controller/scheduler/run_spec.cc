@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -154,6 +156,67 @@ absl::Status ParseStringList(const YAML::Node& node, const std::string& path,
     if (!text.ok()) return text.status();
     out->Add(std::move(*text));
   }
+  return absl::OkStatus();
+}
+
+// A fraction for target_ci: "1%" or 0.01. Range checks are ValidateRunSpec's.
+absl::StatusOr<double> ScalarFraction(const YAML::Node& node, const std::string& path) {
+  absl::StatusOr<std::string> text = ScalarText(node, path);
+  if (!text.ok()) return text.status();
+  std::string number = *text;
+  double scale = 1;
+  if (!number.empty() && number.back() == '%') {
+    number.pop_back();
+    scale = 0.01;
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(number), &value) || !std::isfinite(value)) {
+    return FieldError(path,
+                      absl::StrCat("expected a fraction such as 0.01 or 1%, got ", Quote(*text)));
+  }
+  return value * scale;
+}
+
+// `iterations: {min, max, target_ci, metrics}` (and the same for `boots`): the level grows
+// from min towards max until the comparison settles (docs/statistics.md#adaptive-runs).
+// The planned count starts at min. Bounds are ValidateRunSpec's.
+absl::Status ParseAdaptiveLevel(const YAML::Node& node, const std::string& path, int64_t hi,
+                                v1::AdaptiveSpec* adaptive, v1::AdaptiveSpec::Range* range,
+                                uint32_t* planned) {
+  bool has_min = false;
+  bool has_max = false;
+  absl::Status s = ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath(path, key);
+    if (key == "min" || key == "max") {
+      absl::StatusOr<int64_t> n = ScalarInt(v, field, 1, hi);
+      if (!n.ok()) return n.status();
+      if (key == "min") {
+        range->set_min(static_cast<uint32_t>(*n));
+        has_min = true;
+      } else {
+        range->set_max(static_cast<uint32_t>(*n));
+        has_max = true;
+      }
+      return absl::OkStatus();
+    }
+    if (key == "target_ci") {
+      absl::StatusOr<double> target = ScalarFraction(v, field);
+      if (!target.ok()) return target.status();
+      if (adaptive->target_ci() != 0 && adaptive->target_ci() != *target) {
+        return FieldError(field,
+                          "differs from the target_ci given for the other level; "
+                          "a run has one target");
+      }
+      adaptive->set_target_ci(*target);
+      return absl::OkStatus();
+    }
+    if (key == "metrics") return ParseStringList(v, field, adaptive->mutable_metrics());
+    return UnknownField(field, {"min", "max", "target_ci", "metrics"});
+  });
+  if (!s.ok()) return s;
+  if (!has_max) return FieldError(ChildPath(path, "max"), "required for an adaptive level");
+  if (!has_min) range->set_min(1);
+  *planned = range->min();
   return absl::OkStatus();
 }
 
@@ -344,10 +407,23 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
     if (key == "sweep") return ParseSweep(v, spec->mutable_sweep());
     if (key == "arms") return ParseArms(v, spec);
     if (key == "hosts") return ParseHosts(v, spec->mutable_hosts());
-    if (key == "iterations") {
-      absl::StatusOr<int64_t> n = ScalarInt(v, key, kMinIterations, kMaxIterations);
+    if (key == "iterations" || key == "boots") {
+      const bool iterations = key == "iterations";
+      const int64_t hi = iterations ? kMaxIterations : kMaxBoots;
+      if (v.IsMap()) {
+        uint32_t planned = 0;
+        v1::AdaptiveSpec* adaptive = spec->mutable_adaptive();
+        absl::Status s = ParseAdaptiveLevel(
+            v, key, hi, adaptive,
+            iterations ? adaptive->mutable_iterations() : adaptive->mutable_boots(), &planned);
+        if (!s.ok()) return s;
+        iterations ? spec->set_iterations(planned) : spec->set_boots(planned);
+        return absl::OkStatus();
+      }
+      absl::StatusOr<int64_t> n = ScalarInt(v, key, 1, hi);
       if (!n.ok()) return n.status();
-      spec->set_iterations(static_cast<uint32_t>(*n));
+      iterations ? spec->set_iterations(static_cast<uint32_t>(*n))
+                 : spec->set_boots(static_cast<uint32_t>(*n));
       return absl::OkStatus();
     }
     if (key == "monitors") return ParseStringList(v, key, spec->mutable_monitors());
@@ -357,8 +433,8 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       spec->set_job_timeout_seconds(static_cast<uint32_t>(*n));
       return absl::OkStatus();
     }
-    return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "arms", "hosts",
-                              "job_timeout_seconds", "monitors", "preset"});
+    return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "boots", "arms",
+                              "hosts", "job_timeout_seconds", "monitors", "preset"});
   });
 }
 
@@ -366,6 +442,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
 
 void FillRunSpecDefaults(v1::RunSpec* spec) {
   if (spec->iterations() == 0) spec->set_iterations(1);
+  if (spec->boots() == 0) spec->set_boots(1);
   if (spec->hosts().count() == 0) spec->mutable_hosts()->set_count(1);
 }
 

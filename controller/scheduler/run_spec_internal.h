@@ -16,6 +16,11 @@ namespace tlbfleet::scheduler {
 
 inline constexpr int64_t kMinIterations = 1;
 inline constexpr int64_t kMaxIterations = 100000;
+// Boots per arm: each is a real reboot of the host, a minute or more on real machines.
+inline constexpr int64_t kMaxBoots = 1000;
+// adaptive target_ci: a ratio CI half-width; 50 % would already be meaningless.
+inline constexpr double kMinTargetCi = 1e-6;
+inline constexpr double kMaxTargetCi = 0.5;
 inline constexpr int64_t kMinHosts = 1;
 inline constexpr int64_t kMaxHosts = 1000;
 // 0 means "derived from the workload"; a week bounds any sane single iteration.

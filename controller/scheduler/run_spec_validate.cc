@@ -323,9 +323,86 @@ absl::Status CheckMonitors(const v1::RunSpec& spec) {
   return absl::OkStatus();
 }
 
+// One adaptive level (`iterations` or `boots`): planned = min <= max <= hi.
+absl::Status CheckAdaptiveLevel(const std::string& path, const v1::AdaptiveSpec::Range& range,
+                                uint32_t planned, int64_t hi) {
+  if (range.max() == 0) {
+    if (range.min() != 0) return FieldError(path + ".max", "required for an adaptive level");
+    return absl::OkStatus();
+  }
+  if (range.max() > hi) return RangeError(path + ".max", 1, hi, absl::StrCat(range.max()));
+  if (range.min() < 1 || range.min() > range.max()) {
+    return FieldError(path + ".min", absl::StrCat("must be between 1 and max (", range.max(),
+                                                  "), got ", range.min()));
+  }
+  if (planned != range.min()) {
+    return FieldError(path, absl::StrCat("an adaptive level starts at its min (", range.min(),
+                                         "), got ", planned));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBootsAndAdaptive(const workloads::Workload& workload, const v1::RunSpec& spec) {
+  // 0 is the proto default of specs built in code or sent as JSON before `boots` existed:
+  // one boot, like 1.
+  if (spec.boots() > kMaxBoots) {
+    return RangeError("boots", 1, kMaxBoots, absl::StrCat(spec.boots()));
+  }
+  const v1::AdaptiveSpec& a = spec.adaptive();
+  const bool adaptive_iterations = a.iterations().max() > 0;
+  const bool adaptive_boots = a.boots().max() > 0;
+  if (absl::Status s =
+          CheckAdaptiveLevel("iterations", a.iterations(), spec.iterations(), kMaxIterations);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckAdaptiveLevel("boots", a.boots(), std::max<uint32_t>(spec.boots(), 1), kMaxBoots);
+      !s.ok()) {
+    return s;
+  }
+  const std::string level = adaptive_iterations ? "iterations" : "boots";
+  if (!adaptive_iterations && !adaptive_boots) {
+    if (a.target_ci() != 0 || a.metrics_size() > 0) {
+      return FieldError("iterations",
+                        "target_ci and metrics need an adaptive level: "
+                        "iterations: {min, max, target_ci} (or the same for boots)");
+    }
+    return absl::OkStatus();
+  }
+  if (a.target_ci() == 0) {
+    return FieldError(level + ".target_ci", "required for an adaptive run (e.g. 1%)");
+  }
+  if (!(a.target_ci() >= kMinTargetCi && a.target_ci() <= kMaxTargetCi)) {
+    return FieldError(
+        level + ".target_ci",
+        absl::StrCat("must be a ratio CI half-width between ", kMinTargetCi * 100, "% and ",
+                     kMaxTargetCi * 100, "%, got ", a.target_ci() * 100, "%"));
+  }
+  if (spec.arms_size() < 2) {
+    return FieldError(level,
+                      "an adaptive run stops when its arms' comparison settles: "
+                      "give at least two arms");
+  }
+  std::vector<std::string> known;
+  for (const workloads::MetricSpec& m : workload.Metrics()) known.push_back(m.name);
+  for (int i = 0; i < a.metrics_size(); ++i) {
+    if (std::find(known.begin(), known.end(), a.metrics(i)) == known.end()) {
+      return FieldError(
+          absl::StrCat(level, ".metrics[", i, "]"),
+          absl::StrCat("unknown metric ", Quote(a.metrics(i)), " of ", spec.benchmark(),
+                       " (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckJobCount(const v1::RunSpec& spec) {
   const uint64_t values = SweepValueCount(spec.sweep());
-  uint64_t jobs = SaturatingMul(spec.hosts().count(), spec.iterations());
+  // An adaptive run may grow to its maxima; bound that, not just the first plan.
+  const uint64_t iterations = std::max(spec.iterations(), spec.adaptive().iterations().max());
+  const uint64_t boots = std::max(spec.boots(), spec.adaptive().boots().max());
+  uint64_t jobs = SaturatingMul(spec.hosts().count(), SaturatingMul(iterations, boots));
   jobs = SaturatingMul(jobs, values);
   jobs = SaturatingMul(jobs, static_cast<uint64_t>(spec.arms_size()));
   if (jobs <= static_cast<uint64_t>(kMaxJobs)) return absl::OkStatus();
@@ -333,7 +410,7 @@ absl::Status CheckJobCount(const v1::RunSpec& spec) {
       spec.sweep().param().empty() ? std::string("iterations") : "sweep." + spec.sweep().param();
   return FieldError(
       path, absl::StrCat("the run would have more than ", kMaxJobs, " jobs (", spec.hosts().count(),
-                         " hosts x ", spec.iterations(), " iterations x ", values,
+                         " hosts x ", iterations, " iterations x ", boots, " boots x ", values,
                          " sweep values x ", spec.arms_size(), " arms)"));
 }
 
@@ -416,6 +493,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
                       absl::StrCat(spec.iterations()));
   }
   if (absl::Status s = CheckArms(*workload, spec); !s.ok()) return s;
+  if (absl::Status s = CheckBootsAndAdaptive(*workload, spec); !s.ok()) return s;
   if (absl::Status s = CheckHosts(spec.hosts()); !s.ok()) return s;
   if (spec.job_timeout_seconds() > kMaxJobTimeoutSeconds) {
     return RangeError("job_timeout_seconds", 0, kMaxJobTimeoutSeconds,

@@ -232,7 +232,7 @@ TEST(HostSweepTest, TheJobLimitHoldsOnTheHost) {
   ASSERT_TRUE(ExpandSlotForHost(spec, FlatCpus(8)).ok());
   EXPECT_THAT(std::string(ExpandSlotForHost(spec, FlatCpus(1000)).status().message()),
               StartsWith("sweep.chunks: the run would have more than 1000000 jobs (1 hosts x 2 "
-                         "iterations x 1000000 sweep values x 2 arms)"));
+                         "iterations x 1 boots x 1000000 sweep values x 2 arms)"));
 }
 
 struct BadSweep {

@@ -94,6 +94,23 @@ CREATE TABLE slot_expansions (
   PRIMARY KEY (run_id, slot)
 );
 )sql"},
+      {4, "boots per arm, adaptive runs, why a run stopped", R"sql(
+ALTER TABLE jobs ADD COLUMN boot_index INTEGER NOT NULL DEFAULT 0;
+-- The plan so far: an adaptive run grows these as it adds iterations and boots.
+ALTER TABLE runs ADD COLUMN iterations_per_boot INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN boots INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN adaptive_rounds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+-- Which boot of its host each boot index of a slot ran on: jobs of one boot index run on one
+-- boot, and a boot serves one boot index only, so a host reboots between boot indexes.
+CREATE TABLE slot_boots (
+  run_id     INTEGER NOT NULL REFERENCES runs(id),
+  slot       INTEGER NOT NULL,
+  boot_index INTEGER NOT NULL,
+  boot_id    TEXT NOT NULL,
+  PRIMARY KEY (run_id, slot, boot_index)
+);
+)sql"},
   };
   return kMigrations;
 }

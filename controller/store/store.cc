@@ -1,5 +1,6 @@
 #include "controller/store/store.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <set>
@@ -89,12 +90,15 @@ absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std:
   absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
     TLB_ASSIGN_OR_RETURN(Statement run,
                          db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
-                                      " created_ms) VALUES(?1, ?2, ?3, ?4, 'queued', ?5)"));
+                                      " created_ms, iterations_per_boot, boots)"
+                                      " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7)"));
     TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
                             .Bind(2, spec.benchmark())
                             .BindBlob(3, spec.SerializeAsString())
                             .Bind(4, spec_yaml)
                             .Bind(5, now_ms)
+                            .Bind(6, static_cast<int64_t>(spec.iterations()))
+                            .Bind(7, static_cast<int64_t>(std::max<uint32_t>(spec.boots(), 1)))
                             .Run());
     run_id = db_->LastInsertId();
     return InsertJobsLocked(run_id, spec, jobs, -1);
@@ -108,13 +112,15 @@ absl::StatusOr<std::string> Store::CreateDeferredRun(const v1::RunSpec& spec,
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement run,
                        db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
-                                    " created_ms, expand_on_bind)"
-                                    " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, 1)"));
+                                    " created_ms, expand_on_bind, iterations_per_boot, boots)"
+                                    " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, 1, ?6, ?7)"));
   TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
                           .Bind(2, spec.benchmark())
                           .BindBlob(3, spec.SerializeAsString())
                           .Bind(4, spec_yaml)
                           .Bind(5, now_ms)
+                          .Bind(6, static_cast<int64_t>(spec.iterations()))
+                          .Bind(7, static_cast<int64_t>(std::max<uint32_t>(spec.boots(), 1)))
                           .Run());
   return absl::StrCat(db_->LastInsertId());
 }
@@ -125,7 +131,8 @@ absl::Status Store::InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
   TLB_ASSIGN_OR_RETURN(
       Statement job,
       db_->Prepare("INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
-                   " assignment, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued')"));
+                   " assignment, state, boot_index)"
+                   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8)"));
   for (const scheduler::JobPlan& plan : jobs) {
     v1::JobAssignment a;
     a.set_run_id(absl::StrCat(run_id));
@@ -135,6 +142,7 @@ absl::Status Store::InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
     a.set_param_name(plan.param_name);
     a.set_param_value(plan.param_value);
     a.set_iteration(plan.iteration);
+    a.set_boot_index(plan.boot);
     a.set_ceiling(plan.ceiling);
     a.set_timeout_seconds(plan.timeout_seconds);
     for (const std::string& monitor : plan.monitors) a.add_monitors(monitor);
@@ -145,6 +153,7 @@ absl::Status Store::InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
                             .Bind(5, plan.param_value)
                             .Bind(6, static_cast<int64_t>(plan.iteration))
                             .BindBlob(7, a.SerializeAsString())
+                            .Bind(8, static_cast<int64_t>(plan.boot))
                             .Run());
   }
   return absl::OkStatus();
@@ -152,7 +161,8 @@ absl::Status Store::InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
 
 absl::StatusOr<v1::Run> Store::LoadRunLocked(int64_t run_id) {
   TLB_ASSIGN_OR_RETURN(Statement stmt,
-                       db_->Prepare("SELECT id, spec, state, error, created_ms, finished_ms"
+                       db_->Prepare("SELECT id, spec, state, error, created_ms, finished_ms,"
+                                    " iterations_per_boot, boots, adaptive_rounds, stop_reason"
                                     " FROM runs WHERE id = ?1"));
   stmt.Bind(1, run_id);
   TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -164,6 +174,10 @@ absl::StatusOr<v1::Run> Store::LoadRunLocked(int64_t run_id) {
   run.set_error(stmt.Text(3));
   run.set_created_unix(stmt.Int(4) / 1000);
   if (!stmt.IsNull(5)) run.set_finished_unix(stmt.Int(5) / 1000);
+  run.set_iterations_per_boot(static_cast<uint32_t>(stmt.Int(6)));
+  run.set_boots(static_cast<uint32_t>(stmt.Int(7)));
+  run.set_adaptive_rounds(static_cast<uint32_t>(stmt.Int(8)));
+  run.set_stop_reason(stmt.Text(9));
 
   TLB_ASSIGN_OR_RETURN(Statement counts,
                        db_->Prepare("SELECT state, COUNT(*) FROM jobs WHERE run_id = ?1"
@@ -280,11 +294,9 @@ absl::Status Store::FailRun(const std::string& run_id, const std::string& error,
 
 // --- dispatch -----------------------------------------------------------------------------
 
-absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::string& run_id,
-                                                                     const std::string& agent_id,
-                                                                     int64_t now_ms,
-                                                                     int64_t lease_ms,
-                                                                     const SlotExpander& expander) {
+absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(
+    const std::string& run_id, const std::string& agent_id, int64_t now_ms, int64_t lease_ms,
+    const SlotExpander& expander, const std::string& boot_id, std::string* reboot_reason) {
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
   absl::MutexLock lock(&mu_);
   std::optional<v1::JobAssignment> leased;
@@ -296,11 +308,11 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
     TLB_ASSIGN_OR_RETURN(bool run_found, run_row.Step());
     if (!run_found) return absl::OkStatus();
     int64_t only_slot = -1;  // a deferred run: lease from this slot only
+    v1::RunSpec spec;
+    spec.ParseFromString(run_row.Blob(0));
     if (run_row.Int(1) != 0) {
       const std::string state = run_row.Text(2);
       if (state != "queued" && state != "running") return absl::OkStatus();
-      v1::RunSpec spec;
-      spec.ParseFromString(run_row.Blob(0));
       TLB_ASSIGN_OR_RETURN(Statement held, db_->Prepare("SELECT slot FROM run_slots"
                                                         " WHERE run_id = ?1 AND agent_id = ?2"));
       held.Bind(1, rid).Bind(2, agent_id);
@@ -330,6 +342,15 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
     v1::JobAssignment a;
     a.ParseFromString(pick.Blob(3));
     bool slot_bound = !pick.IsNull(4);
+    if (RunNeedsReboots(spec) && !boot_id.empty()) {
+      // The first queued job of the slot may belong to another boot than this one.
+      TLB_ASSIGN_OR_RETURN(std::optional<BootJob> on_this_boot,
+                           PickJobForBootLocked(rid, slot, boot_id, reboot_reason));
+      if (!on_this_boot.has_value()) return absl::OkStatus();
+      job_id = on_this_boot->job_id;
+      attempt = on_this_boot->attempts + 1;
+      a.ParseFromString(on_this_boot->assignment);
+    }
     if (!slot_bound) {
       TLB_ASSIGN_OR_RETURN(Statement bind,
                            db_->Prepare("INSERT INTO run_slots(run_id, slot, agent_id)"
@@ -357,6 +378,51 @@ absl::StatusOr<std::optional<v1::JobAssignment>> Store::LeaseNextJob(const std::
   });
   if (!s.ok()) return s;
   return leased;
+}
+
+absl::StatusOr<std::optional<Store::BootJob>> Store::PickJobForBootLocked(
+    int64_t run_id, int64_t slot, const std::string& boot_id, std::string* reboot_reason) {
+  auto first_queued = [&](int64_t boot_index) -> absl::StatusOr<std::optional<BootJob>> {
+    TLB_ASSIGN_OR_RETURN(Statement q,
+                         db_->Prepare("SELECT id, attempts, assignment FROM jobs"
+                                      " WHERE run_id = ?1 AND slot = ?2 AND state = 'queued'"
+                                      " AND boot_index = ?3 ORDER BY id LIMIT 1"));
+    q.Bind(1, run_id).Bind(2, slot).Bind(3, boot_index);
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<BootJob>();
+    return std::optional<BootJob>(BootJob{q.Int(0), q.Int(1), q.Blob(2)});
+  };
+  TLB_ASSIGN_OR_RETURN(Statement lowest_q,
+                       db_->Prepare("SELECT MIN(boot_index) FROM jobs WHERE run_id = ?1"
+                                    " AND slot = ?2 AND state = 'queued'"));
+  lowest_q.Bind(1, run_id).Bind(2, slot);
+  TLB_ASSIGN_OR_RETURN(bool has_lowest, lowest_q.Step());
+  if (!has_lowest || lowest_q.IsNull(0)) return std::optional<BootJob>();
+  const int64_t lowest = lowest_q.Int(0);
+
+  TLB_ASSIGN_OR_RETURN(Statement serves,
+                       db_->Prepare("SELECT boot_index FROM slot_boots WHERE run_id = ?1"
+                                    " AND slot = ?2 AND boot_id = ?3"));
+  serves.Bind(1, run_id).Bind(2, slot).Bind(3, boot_id);
+  TLB_ASSIGN_OR_RETURN(bool served, serves.Step());
+  if (served) {
+    // This boot already serves one boot index: it takes that index's jobs and nothing else.
+    const int64_t index = serves.Int(0);
+    TLB_ASSIGN_OR_RETURN(std::optional<BootJob> job, first_queued(index));
+    if (!job.has_value() && reboot_reason != nullptr) {
+      *reboot_reason = absl::StrCat("run ", run_id, " boot ", lowest + 1, " needs a fresh boot (",
+                                    "boot ", index + 1, " ran on boot_id ", boot_id, ")");
+    }
+    return job;
+  }
+  // A fresh boot takes the lowest boot index with work left. If that index had started on
+  // a boot that ended early (a crash, an unplanned reboot), it carries on here: samples
+  // keep their real boot_id, which is what the statistics group by.
+  TLB_ASSIGN_OR_RETURN(Statement record,
+                       db_->Prepare("INSERT OR REPLACE INTO slot_boots(run_id, slot, boot_index,"
+                                    " boot_id) VALUES(?1, ?2, ?3, ?4)"));
+  TLB_RETURN_IF_ERROR(record.Bind(1, run_id).Bind(2, slot).Bind(3, lowest).Bind(4, boot_id).Run());
+  return first_queued(lowest);
 }
 
 absl::StatusOr<std::optional<int64_t>> Store::PrepareDeferredSlotLocked(
@@ -581,10 +647,19 @@ absl::Status Store::FinishRunIfDoneLocked(int64_t run_id, int64_t now_ms,
       pending.Int(1) < static_cast<int64_t>(run.spec().hosts().count())) {
     return absl::OkStatus();
   }
-  std::string state = c.succeeded() == c.total() ? "succeeded" : "failed";
-  TLB_ASSIGN_OR_RETURN(Statement upd,
-                       db_->Prepare("UPDATE runs SET state = ?2, finished_ms = ?3 WHERE id = ?1"));
-  TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Run());
+  const bool succeeded = c.succeeded() == c.total();
+  // An adaptive run that has done its plan so far waits for the controller's decision:
+  // extend it (ExtendRun) or stop it with a reason (FinishAdaptiveRun).
+  if (succeeded && RunIsAdaptive(run.spec())) return absl::OkStatus();
+  std::string state = succeeded ? "succeeded" : "failed";
+  const std::string reason =
+      succeeded ? absl::StrCat("planned: ", run.iterations_per_boot(), " iteration",
+                               run.iterations_per_boot() == 1 ? "" : "s", " x ", run.boots(),
+                               " boot", run.boots() == 1 ? "" : "s", " per arm, all done")
+                : std::string();
+  TLB_ASSIGN_OR_RETURN(Statement upd, db_->Prepare("UPDATE runs SET state = ?2, finished_ms = ?3,"
+                                                   " stop_reason = ?4 WHERE id = ?1"));
+  TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Bind(4, reason).Run());
   result->run_finished = true;
   result->run_state = RunStateFromText(state);
   return absl::OkStatus();
@@ -658,6 +733,124 @@ absl::StatusOr<CompletionResult> Store::CompleteJob(const std::string& agent_id,
   });
   if (!s.ok()) return s;
   return result;
+}
+
+absl::StatusOr<std::vector<ActiveRun>> Store::AdaptiveRunsAwaitingDecision() {
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(
+      Statement q,
+      db_->Prepare("SELECT r.id, r.spec, r.expand_on_bind, (SELECT COUNT(*) FROM slot_expansions"
+                   "   e WHERE e.run_id = r.id)"
+                   " FROM runs r WHERE r.state IN ('queued', 'running')"
+                   " AND EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.id)"
+                   " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = r.id"
+                   "   AND j.state <> 'succeeded')"
+                   " ORDER BY r.id"));
+  std::vector<ActiveRun> out;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ActiveRun run;
+    run.run_id = absl::StrCat(q.Int(0));
+    run.spec.ParseFromString(q.Blob(1));
+    if (!RunIsAdaptive(run.spec)) continue;
+    // A deferred run still waiting for hosts to take (and expand) slots is not done yet.
+    if (q.Int(2) != 0 && q.Int(3) < static_cast<int64_t>(run.spec.hosts().count())) continue;
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+namespace {
+
+scheduler::JobPlan PlanFromAssignment(const v1::JobAssignment& a, uint32_t slot) {
+  scheduler::JobPlan plan;
+  plan.slot = slot;
+  plan.arm = a.arm();
+  plan.param_name = a.param_name();
+  plan.param_value = a.param_value();
+  plan.iteration = a.iteration();
+  plan.boot = a.boot_index();
+  plan.params.insert(a.params().begin(), a.params().end());
+  plan.ceiling = a.ceiling();
+  plan.monitors.assign(a.monitors().begin(), a.monitors().end());
+  plan.timeout_seconds = a.timeout_seconds();
+  return plan;
+}
+
+}  // namespace
+
+absl::Status Store::ExtendRun(const std::string& run_id, const RunExtension& extension,
+                              int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  return InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(v1::Run run, LoadRunLocked(rid));
+    if (run.state() != v1::RUN_STATE_QUEUED && run.state() != v1::RUN_STATE_RUNNING) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run_id, " is ", v1::RunState_Name(run.state()),
+                       "; only a queued or running run can be extended"));
+    }
+    const uint32_t per_boot = run.iterations_per_boot();
+    const uint32_t boots = std::max<uint32_t>(run.boots(), 1);
+    if (!extension.add_boot && extension.iterations_per_boot <= per_boot) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("extension of run ", run_id, ": iterations_per_boot ",
+                       extension.iterations_per_boot, " does not grow the plan (", per_boot, ")"));
+    }
+    // Templates: the first iteration of the first boot of every slot, in dispatch order.
+    TLB_ASSIGN_OR_RETURN(Statement templates_q,
+                         db_->Prepare("SELECT slot, assignment FROM jobs WHERE run_id = ?1"
+                                      " AND boot_index = 0 AND iteration = 1 ORDER BY slot, id"));
+    templates_q.Bind(1, rid);
+    std::map<int64_t, std::vector<v1::JobAssignment>> by_slot;
+    for (;;) {
+      TLB_ASSIGN_OR_RETURN(bool row, templates_q.Step());
+      if (!row) break;
+      by_slot[templates_q.Int(0)].emplace_back().ParseFromString(templates_q.Blob(1));
+    }
+    std::vector<scheduler::JobPlan> jobs;
+    for (const auto& [slot, templates] : by_slot) {
+      // A new boot repeats the current iterations per boot; more iterations go to the latest
+      // boot, which the host is still on (it reboots only for a new boot index).
+      const uint32_t boot = extension.add_boot ? boots : boots - 1;
+      const uint32_t first = extension.add_boot ? 1 : per_boot + 1;
+      const uint32_t last = extension.add_boot ? per_boot : extension.iterations_per_boot;
+      for (uint32_t iteration = first; iteration <= last; ++iteration) {
+        for (const v1::JobAssignment& t : templates) {
+          scheduler::JobPlan plan = PlanFromAssignment(t, static_cast<uint32_t>(slot));
+          scheduler::RetargetJob(run.spec(), boot, iteration, &plan);
+          jobs.push_back(std::move(plan));
+        }
+      }
+    }
+    if (jobs.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run_id, " has no jobs to repeat; it cannot be extended"));
+    }
+    TLB_RETURN_IF_ERROR(InsertJobsLocked(rid, run.spec(), jobs, -1));
+    TLB_ASSIGN_OR_RETURN(
+        Statement upd,
+        db_->Prepare("UPDATE runs SET boots = ?2, iterations_per_boot = ?3,"
+                     " adaptive_rounds = adaptive_rounds + 1, stop_reason = ?4 WHERE id = ?1"));
+    return upd.Bind(1, rid)
+        .Bind(2, static_cast<int64_t>(extension.add_boot ? boots + 1 : boots))
+        .Bind(3,
+              static_cast<int64_t>(extension.add_boot ? per_boot : extension.iterations_per_boot))
+        .Bind(4, extension.note)
+        .Run();
+  });
+}
+
+absl::Status Store::FinishAdaptiveRun(const std::string& run_id, const std::string& reason,
+                                      int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
+  absl::MutexLock lock(&mu_);
+  TLB_ASSIGN_OR_RETURN(Statement upd,
+                       db_->Prepare("UPDATE runs SET state = 'succeeded', finished_ms = ?2,"
+                                    " stop_reason = ?3 WHERE id = ?1"
+                                    " AND state IN ('queued', 'running')"));
+  return upd.Bind(1, rid).Bind(2, now_ms).Bind(3, reason).Run();
 }
 
 absl::StatusOr<std::vector<v1::Sample>> Store::GetSamples(const std::string& run_id) {

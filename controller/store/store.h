@@ -56,6 +56,14 @@ struct IngestResult {
   uint64_t through_seq = 0;  // highest seq of the batch (all stored or already present)
 };
 
+// How an adaptive run grows (Store::ExtendRun): a new boot of every arm at the current
+// iterations per boot, or more iterations in the latest boot.
+struct RunExtension {
+  bool add_boot = false;
+  uint32_t iterations_per_boot = 0;  // the new total when !add_boot
+  std::string note;                  // why, kept as the run's stop_reason while it runs
+};
+
 struct CompletionResult {
   bool rejected = false;
   std::string reason;
@@ -105,9 +113,16 @@ class Store {
   // leases nothing to an agent that holds no slot of it.
   using SlotExpander =
       std::function<absl::StatusOr<scheduler::SlotExpansion>(const v1::RunSpec& spec)>;
+  //
+  // For a run with more than one boot (RunNeedsReboots), `boot_id` is the host's current
+  // boot: jobs of one boot index run on one boot, and a boot serves one boot index of a
+  // slot. When the slot still has work but none for this boot, nothing is leased and
+  // `reboot_reason` (if given) says which boot needs a fresh boot. An empty `boot_id`
+  // ignores boots.
   absl::StatusOr<std::optional<v1::JobAssignment>> LeaseNextJob(
       const std::string& run_id, const std::string& agent_id, int64_t now_ms, int64_t lease_ms,
-      const SlotExpander& expander = nullptr);
+      const SlotExpander& expander = nullptr, const std::string& boot_id = "",
+      std::string* reboot_reason = nullptr);
   // Extends the lease if `agent_id` holds it. Returns false if it does not.
   absl::StatusOr<bool> RenewLease(const std::string& lease_id, const std::string& agent_id,
                                   int64_t now_ms, int64_t lease_ms);
@@ -130,6 +145,17 @@ class Store {
                                                const v1::JobComplete& complete, int64_t now_ms);
   absl::StatusOr<std::vector<v1::Sample>> GetSamples(const std::string& run_id);
 
+  // --- adaptive runs (docs/statistics.md#adaptive-runs) ---
+  // Adaptive runs whose every job succeeded (and, for a deferred run, every slot was
+  // expanded): each needs a decision, ExtendRun or FinishAdaptiveRun.
+  absl::StatusOr<std::vector<ActiveRun>> AdaptiveRunsAwaitingDecision();
+  // Adds jobs to every slot, copying each slot's first iteration (RetargetJob), and counts
+  // the round. One transaction.
+  absl::Status ExtendRun(const std::string& run_id, const RunExtension& extension, int64_t now_ms);
+  // Marks a queued or running adaptive run succeeded, saying why it stopped.
+  absl::Status FinishAdaptiveRun(const std::string& run_id, const std::string& reason,
+                                 int64_t now_ms);
+
  private:
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
 
@@ -139,6 +165,17 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The slot of deferred run `run_id` this agent may take (expanding it if needed), or
   // nullopt; see LeaseNextJob.
+  struct BootJob {
+    int64_t job_id = 0;
+    int64_t attempts = 0;
+    std::string assignment;
+  };
+  // The next queued job of `slot` that boot `boot_id` may run (see LeaseNextJob), recording
+  // which boot index a fresh boot serves.
+  absl::StatusOr<std::optional<BootJob>> PickJobForBootLocked(int64_t run_id, int64_t slot,
+                                                              const std::string& boot_id,
+                                                              std::string* reboot_reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<int64_t>> PrepareDeferredSlotLocked(int64_t run_id,
                                                                    const v1::RunSpec& spec,
                                                                    const SlotExpander& expander,
@@ -152,6 +189,17 @@ class Store {
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
 };
+
+// Whether `spec` plans, or may grow to, more than one boot per arm, so that hosts must
+// reboot between its boot indexes.
+inline bool RunNeedsReboots(const v1::RunSpec& spec) {
+  return spec.boots() > 1 || spec.adaptive().boots().max() > 1;
+}
+
+// Whether `spec` grows its plan until its comparison settles (docs/statistics.md).
+inline bool RunIsAdaptive(const v1::RunSpec& spec) {
+  return spec.adaptive().iterations().max() > 0 || spec.adaptive().boots().max() > 0;
+}
 
 // Run ids are decimal row ids; INVALID_ARGUMENT names the field for anything else.
 absl::StatusOr<int64_t> ParseRunId(const std::string& run_id);

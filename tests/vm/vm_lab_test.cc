@@ -388,5 +388,118 @@ TEST(VmLab, CeilingIsReallyWrittenAndTheFlushProfileFollowsIt) {
   ::testing::Test::RecordProperty("run_seconds", std::to_string(run_s));
 }
 
+// Adaptive boots with real reboots: at least 2 boots (so at least one reboot of the guest),
+// at most 3; a 0.01 % target that ebizzy on TCG never reaches, so the run stops either when
+// the verdict settles after 2 boots or at the maximum of 3.
+constexpr char kBootsSpec[] = R"(
+name: vm-lab-boots
+benchmark: ebizzy
+params: {threads: 1, seconds: 1}
+iterations: 2
+boots: {min: 2, max: 3, target_ci: 0.01%}
+arms:
+  - {name: ceiling-1,   ceiling: 1}
+  - {name: ceiling-512, ceiling: 512}
+hosts: {count: 1, labels: {vmlab: "1"}}
+)";
+
+TEST(VmLab, RunsWithSeveralBootsRebootTheGuestBetweenThem) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(Lab({"build"}, &out), 0) << "lab build failed:\n" << out;
+  auto controller = std::make_unique<HostController>(dir.path(), 0, "controller");
+  ASSERT_GT(controller->port(), 0) << controller->process().Log();
+  LabGuard guard;
+  Lab({"down"}, &out);
+  ASSERT_EQ(Lab({"up", "1", "--controller-port", std::to_string(controller->port())}, &out), 0)
+      << "lab up failed:\n"
+      << out;
+  std::optional<v1::Host> host;
+  ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 180s))
+      << "the guest's agent did not connect within 180 s\n--- guest console\n"
+      << Tail(GuestConsole(), 6000);
+  ASSERT_TRUE(host->info().can_reboot()) << "the lab's agent runs with --reboot-command syscall";
+  const std::string first_boot = host->info().boot_id();
+
+  std::string run_id;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::SubmitRunRequest request;
+    request.set_spec_yaml(kBootsSpec);
+    request.set_source_name("vm-lab-boots.yaml");
+    v1::SubmitRunResponse response;
+    grpc::Status s = controller->fleet().SubmitRun(&ctx, request, &response);
+    ASSERT_TRUE(s.ok()) << "submit refused: " << s.error_message();
+    EXPECT_EQ(response.jobs(), 8u) << "2 boots x 2 iterations x 2 arms planned up front";
+    run_id = response.run_id();
+  }
+  auto run_start = Clock::now();
+  v1::Run run;
+  WaitFor(
+      [&] {
+        run = controller->GetRun(run_id);
+        return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
+               run.state() == v1::RUN_STATE_CANCELLED;
+      },
+      420s);
+  const double run_s = Seconds(Clock::now() - run_start);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED)
+      << "run " << run_id << " (" << v1::RunState_Name(run.state()) << "): " << run.error()
+      << "\n--- guest console\n"
+      << Tail(GuestConsole(), 6000) << "\n--- controller\n"
+      << Tail(controller->process().Log(), 4000);
+  std::cout << "run " << run_id << " stopped after " << run_s << " s: " << run.stop_reason()
+            << std::endl;
+  EXPECT_GE(run.boots(), 2u);
+  EXPECT_LE(run.boots(), 3u);
+  EXPECT_EQ(run.adaptive_rounds(), run.boots() - 2);
+  EXPECT_TRUE(run.stop_reason().find("verdicts settled") != std::string::npos ||
+              run.stop_reason().find("maximum reached (2 iterations x 3 boots") !=
+                  std::string::npos ||
+              run.stop_reason().find("target reached") != std::string::npos)
+      << run.stop_reason();
+
+  // Every boot is a real boot of the guest: one boot_id per boot, the first being the boot
+  // the guest was on, and each boot holds both arms' 2 iterations, each with its ceiling.
+  const std::string db = dir.path() + "/fleet.db";
+  const std::string where = "WHERE run_id = " + std::to_string(std::stoll(run_id)) +
+                            " AND metric = 'records_per_sec' AND series = ''";
+  auto per_boot = Query(db,
+                        "SELECT boot_id, arm, COUNT(*), MIN(ceiling_applied), MIN(ceiling), "
+                        "MIN(id) FROM samples " +
+                            where + " GROUP BY 1, 2 ORDER BY 6");
+  std::set<std::string> boots;
+  for (const auto& row : per_boot) {
+    SCOPED_TRACE("boot " + row[0] + " arm " + row[1]);
+    boots.insert(row[0]);
+    EXPECT_EQ(row[2], "2") << "iterations of this arm in this boot";
+    EXPECT_EQ(row[3], "1") << "ceiling_applied";
+    EXPECT_EQ(row[4], row[1] == "ceiling-1" ? "1" : "512");
+  }
+  EXPECT_EQ(boots.size(), run.boots()) << "one real boot per planned boot";
+  EXPECT_EQ(per_boot.size(), 2 * boots.size());
+  ASSERT_FALSE(per_boot.empty());
+  EXPECT_EQ(per_boot.front()[0], first_boot) << "boot 1 runs on the boot the guest was on";
+
+  // The guest came back after the last reboot and its agent still answers.
+  ASSERT_TRUE(WaitFor([&] { return (host = controller->ConnectedHost("vm1")).has_value(); }, 60s));
+  EXPECT_EQ(host->info().ceiling().value(), 33);
+
+  // The comparison sees the boots as a level.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  v1::CompareRequest request;
+  request.set_run_id(run_id);
+  v1::CompareResponse response;
+  ASSERT_TRUE(controller->fleet().Compare(&ctx, request, &response).ok());
+  std::cout << response.text() << std::endl;
+  EXPECT_EQ(response.text().find("one boot"), std::string::npos)
+      << "the comparison should see several boots:\n"
+      << response.text();
+  std::printf("vm-lab boots: %u boots, %.1f s for the run\n", run.boots(), run_s);
+  ::testing::Test::RecordProperty("boots_run_seconds", std::to_string(run_s));
+}
+
 }  // namespace
 }  // namespace tlbfleet::testing
