@@ -3,6 +3,7 @@
 //
 //   tlbfleet-agent --controller HOST:PORT --state-dir DIR [--sysroot DIR] [--label k=v]...
 //                  [--log-level info] [--max-backoff-seconds 30]
+//                  [--netserver-listen ADDR:PORT [--netserver-advertise ADDR:PORT]]
 //
 // Hidden mode used by the agent itself for each job (in a child process):
 //   tlbfleet-agent run-workload <workload> --json [--set k=v]...
@@ -21,6 +22,7 @@
 #include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
 #include "agent/runner/agent.h"
+#include "agent/runner/netserver.h"
 #include "agent/workloads/bench_cli.h"
 #include "agent/workloads/workload.h"
 #include "common/logging.h"
@@ -37,6 +39,8 @@ int AgentMain(int argc, char** argv) {
   std::string log_level = "info";
   double max_backoff = 30;
   std::string reboot_command;
+  std::string netserver_listen;
+  std::string netserver_advertise;
 
   CLI::App app{"tlbfleet agent: runs benchmark jobs for a tlbfleet controller"};
   app.set_version_flag("--version", tlbfleet::kVersion);
@@ -55,6 +59,13 @@ int AgentMain(int argc, char** argv) {
                  "how this host reboots when a run needs a fresh boot: a shell command line "
                  "(e.g. \"systemctl reboot\") or \"syscall\" for reboot(2); without it the "
                  "agent never reboots and takes no multi-boot runs");
+  app.add_option("--netserver-listen", netserver_listen,
+                 "run a netperf server for other agents' `server: peer` jobs on ADDR:PORT "
+                 "(port 0: any free port; IPv6 as [ADDR]:PORT)");
+  app.add_option("--netserver-advertise", netserver_advertise,
+                 "the ADDR:PORT peers should dial (default: the listen address and the port it "
+                 "bound; required with a wildcard listen address)")
+      ->needs("--netserver-listen");
   CLI11_PARSE(app, argc, argv);
 
   std::map<std::string, std::string> labels;
@@ -79,6 +90,18 @@ int AgentMain(int argc, char** argv) {
   tlbfleet::InitLogging("agent", log_level);
   tlbfleet::workloads::LinkAllWorkloads();
 
+  // Lives as long as the agent: peers may be sent to it whenever this agent is idle.
+  tlbfleet::agent::Netserver netserver;
+  if (!netserver_listen.empty()) {
+    absl::StatusOr<tlbfleet::agent::Netserver> started =
+        tlbfleet::agent::StartNetserver(netserver_listen, netserver_advertise);
+    if (!started.ok()) {
+      spdlog::critical("cannot start: {}", std::string(started.status().message()));
+      return absl::IsInvalidArgument(started.status()) ? 2 : 1;  // 2: a bad flag, as for --label
+    }
+    netserver = *std::move(started);
+  }
+
   tlbfleet::agent::Sysroot sysroot(sysroot_dir);
   tlbfleet::agent::AgentOptions options;
   options.controller = controller;
@@ -88,6 +111,7 @@ int AgentMain(int argc, char** argv) {
   options.workloads = tlbfleet::workloads::Registry::Get().Names();
   options.max_backoff_seconds = max_backoff;
   options.reboot_command = reboot_command;
+  options.netserver = netserver.advertise;
   // CPUID describes this machine, not a --sysroot tree.
   tlbfleet::agent::HardwareCpuid cpuid;
   if (sysroot_dir.empty()) options.cpuid = &cpuid;

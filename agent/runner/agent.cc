@@ -234,6 +234,7 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
       CollectHostInfo(*options_.sysroot, options_.labels, options_.cpuid);
   if (!host.ok()) return host.status();
   host->set_can_reboot(!options_.reboot_command.empty());
+  host->set_netserver(options_.netserver);
   // A new channel per attempt, so each attempt really dials instead of waiting out gRPC's
   // own reconnect backoff inside an old channel.
   std::shared_ptr<grpc::Channel> channel =
@@ -440,8 +441,17 @@ void Agent::Impl::OnWelcome(const v1::Welcome& welcome) {
 void Agent::Impl::OnAssignment(const v1::JobAssignment& a) {
   std::string param =
       a.param_name().empty() ? "" : absl::StrCat(" ", a.param_name(), "=", a.param_value());
-  spdlog::info("assignment {} arm={}{} iteration={} ceiling='{}' timeout={}s {}", a.benchmark(),
-               a.arm(), param, a.iteration(), a.ceiling(), a.timeout_seconds(), Ids(a));
+  // A netperf job the controller gave a peer: which netserver it dials.
+  std::string peer;
+  if (!a.peer_host().empty()) {
+    auto server = a.params().find("server");
+    auto port = a.params().find("port");
+    peer = absl::StrCat(" peer=", a.peer_host(), " (",
+                        server == a.params().end() ? "?" : server->second, " port ",
+                        port == a.params().end() ? "?" : port->second, ")");
+  }
+  spdlog::info("assignment {} arm={}{} iteration={} ceiling='{}' timeout={}s{} {}", a.benchmark(),
+               a.arm(), param, a.iteration(), a.ceiling(), a.timeout_seconds(), peer, Ids(a));
   if (!paths::ValidLeaseId(a.lease_id())) {
     // Cannot be spooled under that name; answer at once.
     std::string error = absl::StrCat("lease id '", a.lease_id(), "' is not usable by the agent");

@@ -33,6 +33,9 @@ struct AgentOptions {
   std::string state_dir;                      // required; created if missing
   const Sysroot* sysroot = nullptr;           // required; must outlive the Agent
   std::map<std::string, std::string> labels;  // HostInfo.labels
+  // HostInfo.netserver: "address:port" of this agent's netserver as peers should dial it
+  // (netserver.h); empty when it runs none. The server itself belongs to the caller.
+  std::string netserver;
   // Workload names the agent advertises as "workload:<name>" and accepts. Empty: accept any
   // benchmark and let the child reject unknown ones (tests).
   std::vector<std::string> workloads;

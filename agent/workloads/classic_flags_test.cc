@@ -1,9 +1,11 @@
 // tlbfleet-bench with each native workload's classic flags: the flags reach the right
 // parameters, the classic output comes out, and bad values exit 2 naming the parameter.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/workloads/bench_cli.h"
+#include "agent/workloads/netperf.h"
 #include "agent/workloads/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -101,6 +103,35 @@ TEST(ClassicFlagsTest, BadValuesExitTwoNamingTheParameter) {
     EXPECT_EQ(run.exit_code, 2) << c.args[0] << " " << c.args[1];
     EXPECT_THAT(run.err, HasSubstr(c.named)) << c.args[0] << " " << c.args[1];
   }
+}
+
+TEST(ClassicFlagsTest, NetperfServerAndPortFlags) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string named;
+  };
+  const std::vector<Case> cases = {
+      {{"netperf", "-H", "foo", "-l", "1"}, 2, "server:"},
+      {{"netperf", "-H", "10.1.2.3", "-l", "1"}, 2, "server:"},  // remote, but no -p
+      {{"netperf", "-p", "70000", "-l", "1"}, 2, "port:"},
+      {{"netperf", "-H", "peer", "-p", "5", "-l", "1"}, 2, "port:"},
+      {{"netperf", "-H", "peer", "-l", "1"}, 1, "server:"},  // only a controller resolves it
+  };
+  for (const Case& c : cases) {
+    BenchRun run = Bench(c.args);
+    EXPECT_EQ(run.exit_code, c.exit_code) << c.args[2];
+    EXPECT_THAT(run.err, HasSubstr(c.named)) << c.args[2];
+  }
+  // -H with -p dials a netserver that is already running (here one in this process).
+  absl::StatusOr<std::unique_ptr<netperf::Server>> server = netperf::Server::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string port = std::to_string((*server)->port());
+  BenchRun run = Bench(
+      {"netperf", "-t", "tcp_rr", "-m", "1", "-l", "1", "-H", "127.0.0.1", "-p", port, "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr(R"("port":")" + port + R"(")"));
+  EXPECT_THAT(run.out, HasSubstr(R"("metric":"trans_per_sec")"));
 }
 
 TEST(ClassicFlagsTest, UdpMessageTooLargeFailsTheRunNotTheHost) {

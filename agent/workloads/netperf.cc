@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,16 @@ void SetTimeout(int fd, int option, double seconds) {
   tv.tv_sec = static_cast<time_t>(seconds);
   tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
   ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof tv);
+}
+
+// A long-lived server (an agent's netserver) must not wait for ever on a client whose host
+// vanished without closing its connections: TCP keepalive notices within about 25 s.
+void SetKeepalive(int fd) {
+  const int on = 1, idle = 10, interval = 5, count = 3;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 // Binds a socket of `type` to `address` port 0 and fills in the port the kernel chose.
@@ -168,6 +179,7 @@ std::optional<uint64_t> ServeTest(int control, int data, TestKind test, size_t s
     SetTimeout(data, SO_RCVTIMEO, 10);  // the client connects at once, or not at all
     Fd conn(::accept4(data, nullptr, nullptr, SOCK_CLOEXEC));
     if (conn.get() < 0) return std::nullopt;
+    SetKeepalive(conn.get());
     if (IsRr(test)) {
       while (ReadFull(conn.get(), buf.data(), size) && WriteFull(conn.get(), buf.data(), size)) {
         bytes += size;
@@ -213,36 +225,65 @@ std::optional<uint64_t> ServeTest(int control, int data, TestKind test, size_t s
   return bytes;
 }
 
-// Serves one control connection: one test.
-void ServeControl(int control) {
+std::string FormatAddress(const Address& address) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  const void* raw = address.family() == AF_INET
+                        ? static_cast<const void*>(
+                              &reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_addr)
+                        : static_cast<const void*>(
+                              &reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_addr);
+  ::inet_ntop(address.family(), raw, text, sizeof text);
+  return text;
+}
+
+uint16_t GetPort(const Address& address) {
+  return ntohs(address.family() == AF_INET
+                   ? reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_port
+                   : reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_port);
+}
+
+// Serves one control connection: one test. Fills in `served` as far as it got; false if the
+// client sent nothing at all (nothing worth reporting).
+bool ServeControl(int control, ServedTest& served) {
+  // The request comes at once and "end" as soon as the data phase is over; a client that
+  // is silent longer than this is gone.
+  SetTimeout(control, SO_RCVTIMEO, 30);
+  SetKeepalive(control);
+  Address peer;
+  peer.length = sizeof peer.storage;
+  if (::getpeername(control, peer.get(), &peer.length) == 0) {
+    served.client = FormatEndpoint({FormatAddress(peer), GetPort(peer)});
+  }
   std::string line;
-  if (!ReadLine(control, line)) return;
+  if (!ReadLine(control, line)) return false;
   const size_t space = line.find(' ');
-  if (space == std::string::npos) return;
-  const std::string name = line.substr(0, space);
+  served.test = line.substr(0, space);
+  if (space == std::string::npos) return true;
   const long long size = std::atoll(line.c_str() + space + 1);
   std::optional<TestKind> test;
   for (int i = 0; i < 4; ++i) {
-    if (name == kTestNames[i]) test = static_cast<TestKind>(i);
+    if (served.test == kTestNames[i]) test = static_cast<TestKind>(i);
   }
-  if (!test || size < 1 || size > (1 << 20)) return;
+  if (!test || size < 1 || size > (1 << 20)) return true;
+  served.message_size = static_cast<size_t>(size);
   // The data socket lives on the address the client reached us at.
   Address local;
   local.length = sizeof local.storage;
-  if (::getsockname(control, local.get(), &local.length) != 0) return;
+  if (::getsockname(control, local.get(), &local.length) != 0) return true;
   if (local.family() == AF_INET) {
     reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port = 0;
   } else {
     reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port = 0;
   }
   absl::StatusOr<Fd> data = BindServer(local, IsUdp(*test) ? SOCK_DGRAM : SOCK_STREAM);
-  if (!data.ok()) return;
-  const uint16_t port =
-      ntohs(local.family() == AF_INET ? reinterpret_cast<sockaddr_in*>(&local.storage)->sin_port
-                                      : reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port);
-  if (!WriteLine(control, std::to_string(port))) return;
-  std::optional<uint64_t> bytes = ServeTest(control, data->get(), *test, static_cast<size_t>(size));
-  if (bytes) WriteLine(control, std::to_string(*bytes));
+  if (!data.ok()) return true;
+  if (!WriteLine(control, std::to_string(GetPort(local)))) return true;
+  std::optional<uint64_t> bytes = ServeTest(control, data->get(), *test, served.message_size);
+  if (bytes) {
+    served.bytes = *bytes;
+    served.completed = WriteLine(control, std::to_string(*bytes));
+  }
+  return true;
 }
 
 void SetPort(Address& address, uint16_t port) {
@@ -253,23 +294,86 @@ void SetPort(Address& address, uint16_t port) {
   }
 }
 
-uint16_t GetPort(const Address& address) {
-  return ntohs(address.family() == AF_INET
-                   ? reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_port
-                   : reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_port);
+}  // namespace
+
+// --- Addresses ---------------------------------------------------------------------------
+
+absl::StatusOr<std::string> CanonicalAddress(std::string_view text) {
+  const std::string s(text);
+  unsigned char raw[sizeof(in6_addr)];
+  char out[INET6_ADDRSTRLEN];
+  for (int family : {AF_INET, AF_INET6}) {
+    if (::inet_pton(family, s.c_str(), raw) == 1 &&
+        ::inet_ntop(family, raw, out, sizeof out) != nullptr) {
+      return std::string(out);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("not an IPv4 or IPv6 address: \"", s, "\" (host names are not resolved)"));
 }
 
-}  // namespace
+bool IsLoopbackAddress(std::string_view address) {
+  const std::string s(address);
+  in_addr v4;
+  in6_addr v6;
+  if (::inet_pton(AF_INET, s.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return ::inet_pton(AF_INET6, s.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+bool IsWildcardAddress(std::string_view address) {
+  const std::string s(address);
+  in_addr v4;
+  in6_addr v6;
+  if (::inet_pton(AF_INET, s.c_str(), &v4) == 1) return v4.s_addr == htonl(INADDR_ANY);
+  return ::inet_pton(AF_INET6, s.c_str(), &v6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&v6);
+}
+
+absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("want address:port (IPv6: [address]:port), ",
+                                                   std::string(why), ", got \"", std::string(text),
+                                                   "\""));
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return bad("no port");
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  uint32_t port = 0;
+  const bool digits =
+      !port_text.empty() && port_text.find_first_not_of("0123456789") == std::string_view::npos;
+  const char* port_end = port_text.data() + port_text.size();
+  if (!digits || std::from_chars(port_text.data(), port_end, port).ptr != port_end ||
+      port > 65535) {
+    return bad("the port must be an integer in [0, 65535]");
+  }
+  absl::StatusOr<std::string> address = CanonicalAddress(host);
+  if (!address.ok()) return bad("the address must be an IP literal");
+  // "::1:80" could be read two ways; brackets say which.
+  if (address->find(':') != std::string::npos && !bracketed) {
+    return bad("an IPv6 address needs brackets");
+  }
+  return Endpoint{*address, static_cast<uint16_t>(port)};
+}
+
+std::string FormatEndpoint(const Endpoint& endpoint) {
+  return endpoint.address.find(':') != std::string::npos
+             ? absl::StrCat("[", endpoint.address, "]:", endpoint.port)
+             : absl::StrCat(endpoint.address, ":", endpoint.port);
+}
 
 // --- Server ------------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address, uint16_t port) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address, uint16_t port,
+                                                      ServedCallback on_served) {
   absl::StatusOr<Address> a = ParseAddress(address);
   if (!a.ok()) return a.status();
   SetPort(*a, port);
   absl::StatusOr<Fd> listener = BindServer(*a, SOCK_STREAM);
   if (!listener.ok()) return listener.status();
-  std::unique_ptr<Server> server(new Server(listener->release(), GetPort(*a)));
+  std::unique_ptr<Server> server(
+      new Server(listener->release(), GetPort(*a), std::move(on_served)));
   try {
     server->thread_ = std::thread(&Server::Serve, server.get());
   } catch (const std::system_error& e) {
@@ -279,7 +383,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address
   return server;
 }
 
-Server::Server(int listener, uint16_t port) : listener_(listener), port_(port) {}
+Server::Server(int listener, uint16_t port, ServedCallback on_served)
+    : listener_(listener), port_(port), on_served_(std::move(on_served)) {}
 
 Server::~Server() {
   ::shutdown(listener_, SHUT_RDWR);  // wakes the thread blocked in accept
@@ -294,7 +399,11 @@ void Server::Serve() {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // shut down
     }
-    ServeControl(control.get());
+    ServedTest served;
+    const auto start = Clock::now();
+    const bool requested = ServeControl(control.get(), served);
+    served.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (requested && on_served_) on_served_(served);
   }
 }
 
@@ -360,8 +469,8 @@ absl::StatusOr<Result> RunClient(const Options& options, uint16_t port) {
 }
 
 absl::StatusOr<Result> RunOnce(const Options& options) {
-  if (IsUdp(options.test) && options.message_size > kMaxUdpMessage) {
-    return RunClient(options, 0);  // refuses before anything starts
+  if (options.port != 0 || (IsUdp(options.test) && options.message_size > kMaxUdpMessage)) {
+    return RunClient(options, options.port);  // (an oversized message: refused at once)
   }
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options.server, 0);
   if (!server.ok()) return server.status();
@@ -387,18 +496,51 @@ const MetricSpec kMbit = {"mbit_per_sec", "Mbit/s", Better::kHigher,
 const MetricSpec kTrans = {"trans_per_sec", "trans/s", Better::kHigher,
                            "rr tests: request/response transactions per second"};
 
+// The `server` value the controller replaces with another agent's netserver.
+constexpr char kPeer[] = "peer";
+
+// `server`: "" (loopback), "peer", or an IP literal in canonical spelling.
+absl::StatusOr<std::string> CanonicalServer(std::string_view value) {
+  if (value.empty() || value == kPeer) return std::string(value);
+  absl::StatusOr<std::string> address = netperf::CanonicalAddress(value);
+  if (address.ok()) return address;
+  return absl::InvalidArgumentError(
+      absl::StrCat("must be \"\" (loopback), \"peer\" (another agent's netserver, chosen by the "
+                   "controller) or an IPv4 or IPv6 address, got \"",
+                   std::string(value), "\""));
+}
+
 class Netperf : public Workload {
  public:
   std::string_view Name() const override { return "netperf"; }
   std::string_view Description() const override {
     return "netperf TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR against a server on loopback "
-           "started by the workload";
+           "started by the workload, or a running netserver (another agent's, with server: peer)";
   }
   const std::vector<ParamSpec>& Schema() const override { return schema_; }
   const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
   // Stream tests report only mbit_per_sec, rr tests only trans_per_sec.
   std::string_view PrimaryMetric() const override { return kMbit.name; }
   const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+
+  absl::Status CheckCombination(const Params& params) const override {
+    const std::string& server = params.Str("server");
+    const int64_t port = params.Int("port");
+    if (server == kPeer && port != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("port: the controller sets it (to the peer's netserver) for server: peer; "
+                       "leave it 0, got ",
+                       port));
+    }
+    if (port == 0 && !server.empty() && server != kPeer && !netperf::IsLoopbackAddress(server)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "server: ", server,
+          " is not a loopback address, and port 0 starts a server of the workload's own, "
+          "which listens on loopback only; give the remote netserver's control port in "
+          "`port`, or use server: peer"));
+    }
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
     netperf::Options o;
@@ -410,7 +552,15 @@ class Netperf : public Workload {
     o.message_size = static_cast<size_t>(params.Int("message_size"));
     o.seconds = static_cast<double>(params.Int("seconds"));
     const std::string& server = params.Str("server");
+    if (server == kPeer) {
+      // Only the controller knows the peers; a job that got here unresolved cannot guess.
+      return absl::FailedPreconditionError(
+          "server: \"peer\" is replaced by the controller with another agent's netserver "
+          "before the job runs, but reached the workload unresolved; outside the controller "
+          "give server: <address> and port: <control port>");
+    }
     o.server = server.empty() ? "127.0.0.1" : server;
+    o.port = static_cast<uint16_t>(params.Int("port"));
     absl::StatusOr<netperf::Result> r = netperf::RunOnce(o);
     if (!r.ok()) return r.status();
     if (test == "tcp_rr" || test == "udp_rr") {
@@ -428,6 +578,7 @@ class Netperf : public Workload {
     const std::string& server = params.Str("server");
     const std::string peer = server.empty() ? "127.0.0.1" : server;
     const bool v6 = peer.find(':') != std::string::npos;
+    const int64_t port = params.Int("port");
     std::string upper;
     for (char c : test.substr(0, 3)) upper.push_back(static_cast<char>(c - 'a' + 'A'));
     const int64_t size = params.Int("message_size");
@@ -435,7 +586,7 @@ class Netperf : public Workload {
     std::string out =
         absl::StrCat("MIGRATED ", upper, rr ? " REQUEST/RESPONSE TEST" : " STREAM TEST", " from ",
                      v6 ? "::" : "0.0.0.0", " () port 0 ", v6 ? "AF_INET6" : "AF_INET", " to ",
-                     peer, " () port 0 ", v6 ? "AF_INET6" : "AF_INET", "\n");
+                     peer, " () port ", port, " ", v6 ? "AF_INET6" : "AF_INET", "\n");
     if (rr) {
       std::snprintf(row, sizeof row, "%-8lld %-8lld %-8.2f %.2f\n", static_cast<long long>(size),
                     static_cast<long long>(size), static_cast<double>(params.Int("seconds")),
@@ -463,16 +614,22 @@ class Netperf : public Workload {
                "bytes per send (stream) or per request and per response (rr); UDP: at most "
                "65507"),
       IntParam("seconds", "10", 1, 86400, "test length"),
-      // An enum until the parameter schema has a string type; see docs/workloads/netperf.md.
-      EnumParam("server", "", {"", "127.0.0.1", "::1"},
-                "address of the server: empty = 127.0.0.1; the workload starts the server "
-                "there itself"),
+      StringParam("server", "", CanonicalServer,
+                  "\"\" = 127.0.0.1; \"peer\" = another agent's netserver, chosen by the "
+                  "controller; or an IP address: with port 0 a loopback address where the "
+                  "workload starts its own server, else where a netserver listens"),
+      IntParam("port", "0", 0, 65535,
+               "control port of a running netserver at `server`; 0 = the workload starts its "
+               "own server (loopback only)"),
   };
   const std::vector<MetricSpec> metrics_ = {kMbit, kTrans};
-  // netperf's global -l, -H, -t and its test-specific -m (given after "--" to netperf).
+  // netperf's global -l, -H, -p, -t and its test-specific -m (given after "--" to netperf).
   const std::vector<ClassicFlag> flags_ = {
       {"-l", "seconds", "", "test length in seconds"},
-      {"-H", "server", "", "server address (loopback only)"},
+      {"-H", "server", "",
+       "server address (an IP address; without -p, a loopback one where the workload starts "
+       "its own server)"},
+      {"-p", "port", "", "control port of a running netserver (netperf's -p portnum)"},
       {"-t", "test", "", "test name, lower case: tcp_stream, udp_stream, tcp_rr, udp_rr"},
       {"-m", "message_size", "", "message size in bytes"},
   };

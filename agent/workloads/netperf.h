@@ -2,14 +2,18 @@
 // netperf's four classic tests, written natively: TCP_STREAM, UDP_STREAM (bulk throughput
 // one way) and TCP_RR, UDP_RR (request/response transactions, one in flight). Like netperf
 // and netserver, a client and a server talk over a control connection, and each test gets a
-// fresh data socket. The workload starts the server in a thread of its own process, on a
-// loopback address, so one iteration needs nothing else on the host.
-// See docs/workloads/netperf.md.
+// fresh data socket. By default the workload starts the server in a thread of its own
+// process, on a loopback address, so one iteration needs nothing else on the host; with a
+// control port it dials a server that is already running, such as another agent's
+// netserver (tlbfleet-agent --netserver-listen), which the controller picks for
+// `server: peer`. See docs/workloads/netperf.md.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -22,7 +26,10 @@ struct Options {
   TestKind test = TestKind::kTcpStream;
   size_t message_size = 16384;  // bytes per send (stream) or per request and response (rr)
   double seconds = 10;
-  std::string server = "127.0.0.1";  // the address the server binds and the client dials
+  // The address the client dials; with port 0 also the address RunOnce's server binds.
+  std::string server = "127.0.0.1";
+  // The control port of a server that is already running there; 0: RunOnce starts one.
+  uint16_t port = 0;
 };
 
 struct Result {
@@ -34,6 +41,35 @@ struct Result {
 // The largest UDP payload (IPv4: 65535 - 20 - 8).
 inline constexpr size_t kMaxUdpMessage = 65507;
 
+// --- Addresses ---------------------------------------------------------------------------
+// Shared by the workload's `server` parameter, the agent's --netserver-* flags and the
+// controller's choice of a peer, so that all three agree on what an address is.
+
+// `text` as inet_ntop writes it ("::1" for "0:0::1"), or INVALID_ARGUMENT if it is not an
+// IPv4 or IPv6 literal (host names are not resolved: a benchmark should not depend on DNS).
+absl::StatusOr<std::string> CanonicalAddress(std::string_view text);
+bool IsLoopbackAddress(std::string_view address);  // 127.0.0.0/8 or ::1
+bool IsWildcardAddress(std::string_view address);  // 0.0.0.0 or ::
+
+// An IP literal and a port, written "127.0.0.2:12865" or "[::1]:12865".
+struct Endpoint {
+  std::string address;  // canonical (CanonicalAddress)
+  uint16_t port = 0;
+};
+// INVALID_ARGUMENT (saying what is expected, without naming a flag) for anything else.
+absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text);
+std::string FormatEndpoint(const Endpoint& endpoint);
+
+// What a Server reports after each control connection that sent a request.
+struct ServedTest {
+  std::string test;  // as the client sent it, e.g. "tcp_rr"
+  size_t message_size = 0;
+  std::string client;      // the control connection's peer, "address:port"
+  bool completed = false;  // false: a bad request, or the client went away mid-test
+  uint64_t bytes = 0;      // received on the data socket
+  double seconds = 0;      // from the request to the result
+};
+
 // The server side. Serves one test at a time, until destroyed: a client connects to the
 // control port and sends "<test> <message_size>\n"; the server opens a data socket on the
 // control connection's local address (a TCP listener or a UDP socket, port 0) and answers
@@ -41,20 +77,26 @@ inline constexpr size_t kMaxUdpMessage = 65507;
 // closing its data connection); the server answers "<bytes received>\n".
 class Server {
  public:
+  // Called on the server's thread after each test; must not block for long.
+  using ServedCallback = std::function<void(const ServedTest&)>;
+
   // Binds `address` (an IP literal) port `port` (0: any free port) and starts serving in a
-  // thread. The destructor stops it; a test in progress must have ended first.
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const std::string& address, uint16_t port);
+  // thread; `on_served` (optional) hears about each test. The destructor stops it; a test in
+  // progress must have ended first.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const std::string& address, uint16_t port,
+                                                       ServedCallback on_served = nullptr);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   uint16_t port() const { return port_; }
 
  private:
-  Server(int listener, uint16_t port);
+  Server(int listener, uint16_t port, ServedCallback on_served);
   void Serve();
 
   int listener_;
   uint16_t port_;
+  ServedCallback on_served_;
   std::thread thread_;
 };
 
@@ -63,7 +105,9 @@ class Server {
 // socket errors map from errno (UNAVAILABLE for a refused connection, ...).
 absl::StatusOr<Result> RunClient(const Options& options, uint16_t port);
 
-// Starts a Server on options.server, port 0, and runs the client against it.
+// With options.port 0: starts a Server on options.server, port 0, and runs the client
+// against it. Otherwise runs the client against the server already at options.server,
+// options.port.
 absl::StatusOr<Result> RunOnce(const Options& options);
 
 double MbitPerSec(const Result& r);

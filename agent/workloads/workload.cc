@@ -74,6 +74,12 @@ absl::Status ParamSpec::Check(std::string_view value) const {
       }
       return absl::InvalidArgumentError(
           absl::StrCat("must be one of ", absl::StrJoin(choices, "|"), ", got ", Quoted(value)));
+    case ParamType::kString:
+      if (canonical) {
+        absl::StatusOr<std::string> c = canonical(value);
+        if (!c.ok()) return c.status();
+      }
+      return absl::OkStatus();
   }
   return absl::InternalError("unknown parameter type");
 }
@@ -107,6 +113,8 @@ const ParamSpec* Workload::FindParam(std::string_view name) const {
   return nullptr;
 }
 
+absl::Status Workload::CheckCombination(const Params& params) const { return absl::OkStatus(); }
+
 const std::vector<ClassicFlag>& Workload::ClassicFlags() const {
   static const std::vector<ClassicFlag> kNone;
   return kNone;
@@ -137,6 +145,9 @@ absl::StatusOr<Params> ResolveParams(const Workload& workload,
       case ParamType::kEnum:
         values[name] = value;
         break;
+      case ParamType::kString:
+        values[name] = spec->canonical ? *spec->canonical(value) : value;
+        break;
     }
   }
   for (const ParamSpec& spec : workload.Schema()) {
@@ -147,7 +158,9 @@ absl::StatusOr<Params> ResolveParams(const Workload& workload,
       values[spec.name] = std::move(value);
     }
   }
-  return Params(std::move(values));
+  Params params(std::move(values));
+  if (absl::Status s = workload.CheckCombination(params); !s.ok()) return s;
+  return params;
 }
 
 Registry& Registry::Get() {

@@ -7,6 +7,7 @@
 // process: see agent/runner). Output is a list of Measurements.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,7 +19,11 @@
 
 namespace tlbfleet::workloads {
 
-enum class ParamType { kInt, kBool, kEnum };
+enum class ParamType { kInt, kBool, kEnum, kString };
+
+// Checks a kString value and returns its canonical spelling (e.g. an IP address as
+// inet_ntop writes it). The error says what is expected, without the parameter name.
+using StringCanonicalizer = std::function<absl::StatusOr<std::string>(std::string_view value)>;
 
 // One parameter of a workload's schema.
 struct ParamSpec {
@@ -29,6 +34,8 @@ struct ParamSpec {
   int64_t max = 0;                   // kInt only, inclusive
   std::vector<std::string> choices;  // kEnum only
   std::string help;
+  // kString only; unset: any string is valid as written.
+  StringCanonicalizer canonical = nullptr;
 
   // OK if `value` is a valid spelling for this parameter. Bools accept
   // true/false/yes/no/on/off/1/0. The error message does not repeat the parameter name:
@@ -105,14 +112,23 @@ class Workload {
 
   const ParamSpec* FindParam(std::string_view name) const;
 
+  // Checks parameters that are valid alone but may not combine (e.g. netperf's `port` 0,
+  // "start a server of our own", with a remote `server`). ResolveParams calls it once every
+  // value is valid and the defaults are filled in, so the agent, tlbfleet-bench and the
+  // controller at submit all refuse the same combinations. An error starts with the name of
+  // the parameter to change ("port: ..."). OK by default.
+  virtual absl::Status CheckCombination(const Params& params) const;
+
   // The classic tool's command-line flags, for tlbfleet-bench. Empty by default.
   virtual const std::vector<ClassicFlag>& ClassicFlags() const;
 };
 
-// Checks `given` against the schema (unknown names, types, bounds) and fills defaults.
+// Checks `given` against the schema (unknown names, types, bounds) and fills defaults, then
+// asks the workload whether the values combine (Workload::CheckCombination).
 // Error messages start with the parameter name: "threads: must be an integer in [1, 4096]...".
-// Values are stored in canonical spelling (ints in decimal, bools as "true"/"false") so that
-// equal settings compare equal whatever the user wrote.
+// Values are stored in canonical spelling (ints in decimal, bools as "true"/"false", strings
+// as their canonicalizer writes them) so that equal settings compare equal whatever the
+// user wrote.
 absl::StatusOr<Params> ResolveParams(const Workload& workload,
                                      const std::map<std::string, std::string>& given);
 

@@ -1,5 +1,6 @@
 #include "agent/workloads/workload.h"
 
+#include <cctype>
 #include <map>
 #include <memory>
 #include <string>
@@ -146,6 +147,58 @@ TEST(RegistryDeathTest, DuplicateNameAborts) {
   LinkAllWorkloads();
   EXPECT_DEATH(Registry::Get().Add(std::make_unique<FakeWorkload>()),
                "workload \"ebizzy\" registered twice");
+}
+
+// A string parameter whose canonical spelling is lower case, and a rule across two
+// parameters, as netperf's `server` and `port` have.
+class StringWorkload : public FakeWorkload {
+ public:
+  StringWorkload() {
+    ParamSpec name{"name", ParamType::kString, "", 0, 0, {}, ""};
+    name.canonical = [](std::string_view v) -> absl::StatusOr<std::string> {
+      if (v.find(' ') != std::string_view::npos) {
+        return absl::InvalidArgumentError("must not contain spaces");
+      }
+      std::string lower(v);
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return lower;
+    };
+    schema_ = {name, {"count", ParamType::kInt, "0", 0, 9, {}, ""}};
+  }
+  const std::vector<ParamSpec>& Schema() const override { return schema_; }
+  absl::Status CheckCombination(const Params& params) const override {
+    if (params.Str("name").empty() && params.Int("count") > 0) {
+      return absl::InvalidArgumentError("count: needs a name");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<ParamSpec> schema_;
+};
+
+TEST(ParamSpecTest, StringWithoutCanonicalizerTakesAnything) {
+  ParamSpec spec{"label", ParamType::kString, "", 0, 0, {}, ""};
+  EXPECT_TRUE(spec.Check("").ok());
+  EXPECT_TRUE(spec.Check("any thing").ok());
+}
+
+TEST(ResolveParamsTest, StringsAreCheckedAndStoredCanonically) {
+  StringWorkload w;
+  EXPECT_EQ(w.FindParam("name")->Check("a b").message(), "must not contain spaces");
+  absl::StatusOr<Params> p = ResolveParams(w, {{"name", "MiXed"}});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Str("name"), "mixed");
+  EXPECT_EQ(ResolveParams(w, {{"name", "a b"}}).status().message(),
+            "name: must not contain spaces");
+}
+
+TEST(ResolveParamsTest, TheWorkloadChecksHowParametersCombine) {
+  StringWorkload w;
+  EXPECT_TRUE(ResolveParams(w, {{"name", "x"}, {"count", "3"}}).ok());
+  absl::Status s = ResolveParams(w, {{"count", "3"}}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "count: needs a name");
 }
 
 TEST(ParamsDeathTest, UndeclaredParameterIsABug) {

@@ -31,6 +31,17 @@ ParamSpec EnumParam(std::string name, std::string def, std::vector<std::string> 
           std::move(choices), std::move(help)};
 }
 
+ParamSpec StringParam(std::string name, std::string def, StringCanonicalizer canonical,
+                      std::string help) {
+  ParamSpec spec;
+  spec.name = std::move(name);
+  spec.type = ParamType::kString;
+  spec.default_value = std::move(def);
+  spec.help = std::move(help);
+  spec.canonical = std::move(canonical);
+  return spec;
+}
+
 Measurement Measure(const MetricSpec& spec, double value, std::string series) {
   Measurement m;
   m.metric = spec.name;

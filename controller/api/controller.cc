@@ -210,6 +210,7 @@ void Controller::Unregister(AgentChannel* channel) {
                session->lease_id.empty() ? ""
                                          : absl::StrCat(" while holding lease ", session->lease_id,
                                                         " (re-queued if it does not return)"));
+  if (!session->lease_id.empty()) ReleasePeerLocked(session->lease_id);  // netperf peer
   sessions_.erase(session->agent_id);
 }
 
@@ -305,6 +306,7 @@ void Controller::HandleSamplesLocked(Session& session, const v1::SampleBatch& ba
 }
 
 void Controller::HandleCompleteLocked(Session& session, const v1::JobComplete& complete) {
+  ReleasePeerLocked(complete.lease_id());  // netperf peer: the client is done with it
   v1::CompletionAck ack;
   ack.set_lease_id(complete.lease_id());
   absl::StatusOr<store::CompletionResult> result =
@@ -339,6 +341,7 @@ void Controller::HandleCompleteLocked(Session& session, const v1::JobComplete& c
 
 void Controller::DispatchLocked(Session& session) {
   if (!session.idle || session.rebooting || stopping_) return;
+  if (peers_.Serving(session.agent_id)) return;  // netperf peer of another host's job
   absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
   if (!runs.ok()) {
     spdlog::error("dispatch: listing runs failed: {}", runs.status().ToString());
@@ -350,6 +353,12 @@ void Controller::DispatchLocked(Session& session) {
   std::string reboot_why;
   for (const store::ActiveRun& run : *runs) {
     if (!HostMatches(run.spec, session.host)) continue;
+    // netperf peer: a run that may need one is taken only with one at hand.
+    std::optional<PeerCandidate> peer;
+    if (RunNeedsPeer(run.spec)) {
+      peer = ChoosePeerLocked(session, run.run_id);
+      if (!peer) continue;
+    }
     std::string why;
     absl::StatusOr<std::optional<v1::JobAssignment>> job = store_.LeaseNextJob(
         run.run_id, session.agent_id, Now(), options_.lease_ms,
@@ -366,7 +375,8 @@ void Controller::DispatchLocked(Session& session) {
       }
       continue;
     }
-    const v1::JobAssignment& a = **job;
+    v1::JobAssignment& a = **job;
+    AssignPeerLocked(peer, a);  // netperf peer
     spdlog::info("run={} job={} lease={} -> host={} agent={} (arm {}, {}={}, iteration {})",
                  a.run_id(), a.job_id(), a.lease_id(), session.host.hostname(), session.agent_id,
                  a.arm(), a.param_name().empty() ? "param" : a.param_name(), a.param_value(),
@@ -531,6 +541,7 @@ void Controller::Tick() {
       spdlog::warn("run={} job={} lease={} expired (agent={} silent for {} ms): {}", e.run_id,
                    e.job_id, e.lease_id, e.agent_id, options_.lease_ms,
                    e.requeued ? "re-queued" : "too many attempts, run failed");
+      ReleasePeerLocked(e.lease_id);  // netperf peer
       auto it = sessions_.find(e.agent_id);
       if (it != sessions_.end() && it->second.lease_id == e.lease_id) {
         it->second.channel->Send(Cancel(e.lease_id, "lease expired"));
@@ -539,6 +550,48 @@ void Controller::Tick() {
     }
   }
   DispatchAllLocked();
+}
+
+// --- netperf peers (peers.h) -------------------------------------------------------------
+
+std::optional<PeerCandidate> Controller::ChoosePeerLocked(const Session& client,
+                                                          const std::string& run_id) {
+  std::vector<PeerCandidate> candidates;
+  for (const auto& [id, s] : sessions_) {
+    candidates.push_back({id, s.host.hostname(), s.host.netserver(), s.idle && s.lease_id.empty(),
+                          peers_.Serving(id)});
+  }
+  std::optional<PeerCandidate> peer = ChoosePeer(candidates, client.agent_id);
+  if (!peer && !AnyPeerAdvertises(candidates, client.agent_id) &&
+      peerless_runs_logged_.insert(run_id).second) {
+    spdlog::warn(
+        "run={} needs a netperf peer (server: peer), but no connected host other than host={} "
+        "advertises a netserver (tlbfleet-agent --netserver-listen); it waits for one",
+        run_id, client.host.hostname());
+  }
+  return peer;
+}
+
+void Controller::AssignPeerLocked(const std::optional<PeerCandidate>& peer, v1::JobAssignment& a) {
+  if (!peer || !JobNeedsPeer(a.params())) return;
+  if (absl::Status s = ApplyPeer(*peer, &a); !s.ok()) {
+    // ChoosePeer takes only usable addresses, so this is a bug; the agent then fails the job
+    // with the reason that `server: peer` was not resolved.
+    spdlog::error("run={} job={} lease={}: {}", a.run_id(), a.job_id(), a.lease_id(), s.ToString());
+    return;
+  }
+  peers_.Reserve(a.lease_id(), peer->agent_id);
+  spdlog::info("run={} job={} lease={}: netperf peer host={} agent={} netserver={} reserved",
+               a.run_id(), a.job_id(), a.lease_id(), peer->hostname, peer->agent_id,
+               peer->netserver);
+}
+
+void Controller::ReleasePeerLocked(const std::string& lease_id) {
+  std::optional<std::string> peer = peers_.Release(lease_id);
+  if (!peer) return;
+  spdlog::info("lease={} ended: netperf peer agent={} released", lease_id, *peer);
+  auto it = sessions_.find(*peer);
+  if (it != sessions_.end()) DispatchLocked(it->second);
 }
 
 // --- user API -----------------------------------------------------------------------------

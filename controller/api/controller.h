@@ -11,12 +11,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "controller/api/peers.h"
 #include "controller/store/store.h"
 #include "tlbfleet/v1/agent.pb.h"
 #include "tlbfleet/v1/fleet.pb.h"
@@ -119,6 +122,17 @@ class Controller {
   void CheckRebootsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DecideAdaptiveRuns();
 
+  // --- netperf peers (peers.h) ---
+  // A peer for a job of `run_id` on `client`, or nullopt (logged once per run when no other
+  // connected host advertises a netserver at all).
+  std::optional<PeerCandidate> ChoosePeerLocked(const Session& client, const std::string& run_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Points `a` at `peer` and reserves it, if `a` asks for a peer.
+  void AssignPeerLocked(const std::optional<PeerCandidate>& peer, v1::JobAssignment& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees the peer of `lease_id` (if any) and offers it work.
+  void ReleasePeerLocked(const std::string& lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   store::Store& store_;
   const ControllerOptions options_;
   const Clock clock_;
@@ -128,6 +142,9 @@ class Controller {
   std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, RebootRequestRecord> reboot_requests_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // netperf peers: who serves which lease; runs already told they have no peer at all.
+  PeerReservations peers_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> peerless_runs_logged_ ABSL_GUARDED_BY(mu_);
 
   std::thread ticker_;
 };

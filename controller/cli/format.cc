@@ -225,15 +225,24 @@ std::string CeilingCell(const tlbfleet::v1::CeilingInfo& ceiling) {
 std::string ShortAgentId(const std::string& agent_id) { return agent_id.substr(0, 8); }
 
 std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
-  TextTable table(
-      {"HOSTNAME", "AGENT", "MICROARCH", "CPUS", "KERNEL", "CEILING", "CONNECTED", "LEASE"});
+  std::vector<std::string> header = {"HOSTNAME", "AGENT",   "MICROARCH", "CPUS",
+                                     "KERNEL",   "CEILING", "CONNECTED", "LEASE"};
+  // Only fleets that run netperf peers need the column.
+  const bool netservers =
+      std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
+                  [](const tlbfleet::v1::Host& h) { return !h.info().netserver().empty(); });
+  if (netservers) header.push_back("NETSERVER");
+  TextTable table(header);
   table.SetAlign(3, TextTable::Align::kRight);
   for (const auto& host : hosts.hosts()) {
     const auto& info = host.info();
-    table.AddRow({OrDash(info.hostname()), OrDash(ShortAgentId(host.agent_id())),
-                  OrDash(info.cpu().microarch()), std::to_string(info.logical_cpus()),
-                  OrDash(info.kernel_release()), CeilingCell(info.ceiling()),
-                  host.connected() ? "yes" : "no", OrDash(host.current_lease())});
+    std::vector<std::string> row = {
+        OrDash(info.hostname()),         OrDash(ShortAgentId(host.agent_id())),
+        OrDash(info.cpu().microarch()),  std::to_string(info.logical_cpus()),
+        OrDash(info.kernel_release()),   CeilingCell(info.ceiling()),
+        host.connected() ? "yes" : "no", OrDash(host.current_lease())};
+    if (netservers) row.push_back(OrDash(info.netserver()));
+    table.AddRow(row);
   }
   return table.Render();
 }

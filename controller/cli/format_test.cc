@@ -173,6 +173,22 @@ TEST(FormatHostsTableTest, LockedDownHost) {
             "(integrity)  no         -\n");
 }
 
+TEST(FormatHostsTableTest, NetserverColumnWhenAHostRunsOne) {
+  tlbfleet::v1::ListHostsResponse hosts;
+  auto* peer = hosts.add_hosts();
+  peer->set_agent_id("0123456789abcdef");
+  peer->set_connected(true);
+  peer->mutable_info()->set_hostname("b");
+  peer->mutable_info()->set_netserver("127.0.0.2:12865");
+  auto* plain = hosts.add_hosts();
+  plain->set_agent_id("fedcba98");
+  plain->mutable_info()->set_hostname("a");
+  const std::string table = FormatHostsTable(hosts);
+  EXPECT_NE(table.find("LEASE  NETSERVER\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("-      127.0.0.2:12865\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("no         -      -\n"), std::string::npos) << table;
+}
+
 TEST(ResultsCsvTest, HeaderAndQuotedRow) {
   tlbfleet::v1::GetResultsResponse results;
   auto* s = results.add_samples();
