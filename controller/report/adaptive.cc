@@ -24,10 +24,16 @@ std::string Percent(double fraction) {
   return absl::StrFormat("%.2f%%", fraction * 100);
 }
 
-std::string PlanText(const AdaptivePlan& plan) {
-  return absl::StrCat(plan.iterations_per_boot, " iteration",
-                      plan.iterations_per_boot == 1 ? "" : "s", " x ", plan.boots, " boot",
-                      plan.boots == 1 ? "" : "s", " per arm");
+// With adaptive iterations and several boots, only the latest boot is known to have the
+// current iteration count (earlier boots kept theirs), so the text says so.
+std::string PlanText(const v1::AdaptiveSpec& adaptive, const AdaptivePlan& plan) {
+  const std::string iterations = absl::StrCat(plan.iterations_per_boot, " iteration",
+                                              plan.iterations_per_boot == 1 ? "" : "s");
+  const std::string boots = absl::StrCat(plan.boots, " boot", plan.boots == 1 ? "" : "s");
+  if (adaptive.iterations().max() > 0 && plan.boots > 1) {
+    return absl::StrCat(boots, " per arm, ", iterations, " in the latest boot");
+  }
+  return absl::StrCat(iterations, " x ", boots, " per arm");
 }
 
 bool Settled(const Row& row, double target) {
@@ -72,7 +78,7 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
   const double target = adaptive.target_ci();
   const std::vector<Row> rows = RowsOf(metrics, comparison);
   if (rows.empty()) {
-    d.reason = absl::StrCat("stopped after ", PlanText(plan),
+    d.reason = absl::StrCat("stopped after ", PlanText(adaptive, plan),
                             ": nothing to compare (no samples of the judged metrics in two arms)");
     return d;
   }
@@ -88,15 +94,17 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
     if (widest == nullptr || row.half_width > widest->half_width) widest = &row;
   }
   if (within_target == rows.size()) {
-    d.reason = absl::StrCat("target reached after ", PlanText(plan), ": every ratio CI half-width",
-                            " is within ", Percent(target), " (widest ",
-                            Percent(widest_any->half_width), ": ", widest_any->label, ")");
+    d.reason =
+        absl::StrCat("target reached after ", PlanText(adaptive, plan),
+                     ": every ratio CI half-width", " is within ", Percent(target), " (widest ",
+                     Percent(widest_any->half_width), ": ", widest_any->label, ")");
     return d;
   }
   if (unsettled == 0) {
-    d.reason = absl::StrCat("verdicts settled after ", PlanText(plan), ": every row is better,",
-                            " worse or same, or within the ", Percent(target), " target (",
-                            rows.size(), " row", rows.size() == 1 ? "" : "s", ")");
+    d.reason =
+        absl::StrCat("verdicts settled after ", PlanText(adaptive, plan), ": every row is better,",
+                     " worse or same, or within the ", Percent(target), " target (", rows.size(),
+                     " row", rows.size() == 1 ? "" : "s", ")");
     return d;
   }
   const bool can_add_boot = adaptive.boots().max() > 0 && plan.boots < adaptive.boots().max();
@@ -106,8 +114,8 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
       absl::StrCat(unsettled, " of ", rows.size(), " row", rows.size() == 1 ? "" : "s",
                    " unsettled; widest CI ±", Percent(widest->half_width), " at ", widest->label);
   if (!can_add_boot && !can_add_iterations) {
-    d.reason = absl::StrCat("maximum reached (", PlanText(plan), ") with ", why, "; target ",
-                            Percent(target));
+    d.reason = absl::StrCat("maximum reached (", PlanText(adaptive, plan), ") with ", why,
+                            "; target ", Percent(target));
     return d;
   }
   const bool boots_dominate = !widest->between_share.has_value() || *widest->between_share >= 0.5;

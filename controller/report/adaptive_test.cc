@@ -102,6 +102,10 @@ TEST(DecideAdaptiveTest, StopsAtTheMaximaSayingWhatIsStillOpen) {
   AdaptiveDecision d =
       DecideAdaptive(Spec(5, 2, 0.01), kMetrics, OneRow(0.03, Verdict::kUnknown, 0.1), {5, 2});
   EXPECT_EQ(d.action, Action::kStop);
+  EXPECT_THAT(d.reason,
+              HasSubstr("maximum reached (2 boots per arm, 5 iterations in the latest boot)"));
+  // With fixed iterations every boot has the same count.
+  d = DecideAdaptive(Spec(0, 2, 0.01), kMetrics, OneRow(0.03, Verdict::kUnknown, 0.1), {5, 2});
   EXPECT_THAT(d.reason, HasSubstr("maximum reached (5 iterations x 2 boots per arm)"));
   EXPECT_THAT(d.reason, HasSubstr("1 of 1 row unsettled; widest CI ±3.00%"));
 }

@@ -361,6 +361,32 @@ TEST(WorkedExampleTest, EbizzyFiguresInTheDocs) {
               HasSubstr("Hmean      threads=1      3648.44 (   0.00%)      5103.89 *  39.89%*\n"));
 }
 
+// The real five-boot run in the microVM lab that docs/statistics.md quotes.
+TEST(WorkedExampleTest, VmLabFiveBootFiguresInTheDocs) {
+  absl::StatusOr<std::vector<Observation>> obs = ParseObservationsCsv(
+      ReadFixture("ebizzy-ceiling-vm-5-boots.csv"), Direction::kHigherIsBetter);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  absl::StatusOr<Comparison> c = Compare(*obs, CompareOptions{});
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->groups.size(), 1u);
+  const ArmResult& base = Arm(*c, 0, 0);
+  const ArmResult& high = Arm(*c, 0, 1);
+  EXPECT_EQ(base.boots, 5u);
+  EXPECT_EQ(high.boots, 5u);
+  EXPECT_EQ(high.n, 20u);
+  EXPECT_NEAR(*base.variance.between, 19.134, 5e-3);
+  EXPECT_NEAR(*base.variance.within, 148.47, 5e-3);
+  EXPECT_DOUBLE_EQ(*high.variance.between, 0);  // clipped: S2^2 < S1^2 / r1
+  EXPECT_EQ(high.verdict, Verdict::kUnknown);
+  EXPECT_NEAR(*high.ratio.ratio, 1.0155, 5e-5);
+  EXPECT_NEAR(*high.ratio_ci_low, 0.9529, 5e-5);
+  EXPECT_NEAR(*high.ratio_ci_high, 1.0425, 5e-5);
+  EXPECT_NEAR(*high.welch.p, 0.4024, 5e-5);
+  EXPECT_NEAR(*high.mwu.p, 0.01234, 5e-6);
+  EXPECT_EQ(*high.advice.iterations_per_boot, 24);
+  EXPECT_EQ(*high.advice.boots, 15);
+}
+
 TEST(WorkedExampleTest, SimulatedBootsFiguresInTheDocs) {
   absl::StatusOr<std::vector<Observation>> obs =
       ParseObservationsCsv(ReadFixture("simulated-boots.csv"), Direction::kHigherIsBetter);
