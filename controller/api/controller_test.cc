@@ -321,18 +321,18 @@ TEST_F(ControllerTest, AdaptiveRunStopsAtOnceWhenTheArmsAreExactlyAlike) {
   ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
   auto submitted = controller_->Submit(
       "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
-      "iterations: {min: 3, max: 30, target_ci: 1%}\n"
+      "iterations: {min: 5, max: 30, target_ci: 1%}\n"
       "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
       "ad.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   controller_->OnMessage(&channel, Idle());
-  for (int i = 0; i < 6; ++i) CompleteLast(*controller_, channel, "usecs_per_op", 5);
+  for (int i = 0; i < 10; ++i) CompleteLast(*controller_, channel, "usecs_per_op", 5);
   EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
   controller_->Tick();
   auto run = controller_->GetRun(submitted->run_id());
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(run->adaptive_rounds(), 0u);
-  EXPECT_NE(run->stop_reason().find("after 3 iterations x 1 boot per arm"), std::string::npos)
+  EXPECT_NE(run->stop_reason().find("after 5 iterations x 1 boot per arm"), std::string::npos)
       << run->stop_reason();
 }
 

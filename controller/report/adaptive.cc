@@ -12,8 +12,13 @@ namespace tlbfleet::report {
 
 namespace {
 
+// A bootstrap interval from fewer samples per arm has only a handful of distinct resamples
+// (2 samples: 3 multisets) and can look narrow by chance; such a row never counts as settled.
+constexpr size_t kMinSamplesToSettle = 5;
+
 struct Row {
-  std::string label;                                            // "ops_per_sec threads=4, arm fast"
+  std::string label;    // "ops_per_sec threads=4, arm fast"
+  bool enough = false;  // both arms have kMinSamplesToSettle samples
   double half_width = std::numeric_limits<double>::infinity();  // of the ratio CI
   Verdict verdict = Verdict::kUnknown;
   std::optional<double> between_share;  // the larger of the two arms' shares
@@ -36,9 +41,12 @@ std::string PlanText(const v1::AdaptiveSpec& adaptive, const AdaptivePlan& plan)
   return absl::StrCat(iterations, " x ", boots, " per arm");
 }
 
+bool WithinTarget(const Row& row, double target) { return row.enough && row.half_width <= target; }
+
 bool Settled(const Row& row, double target) {
-  return row.half_width <= target || row.verdict == Verdict::kBetter ||
-         row.verdict == Verdict::kWorse || row.verdict == Verdict::kSame;
+  return WithinTarget(row, target) ||
+         (row.enough && (row.verdict == Verdict::kBetter || row.verdict == Verdict::kWorse ||
+                         row.verdict == Verdict::kSame));
 }
 
 std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Comparison& comparison) {
@@ -59,6 +67,7 @@ std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Compariso
         row.half_width = (*arm.ratio_ci_high - *arm.ratio_ci_low) / 2;
       }
       row.verdict = arm.verdict;
+      row.enough = base.n >= kMinSamplesToSettle && arm.n >= kMinSamplesToSettle;
       for (const ArmResult* a : {&base, &arm}) {
         if (!a->variance.between_share.has_value()) continue;
         row.between_share = std::max(row.between_share.value_or(0), *a->variance.between_share);
@@ -88,7 +97,7 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
   size_t unsettled = 0;
   for (const Row& row : rows) {
     if (row.half_width > widest_any->half_width) widest_any = &row;
-    if (row.half_width <= target) ++within_target;
+    if (WithinTarget(row, target)) ++within_target;
     if (Settled(row, target)) continue;
     ++unsettled;
     if (widest == nullptr || row.half_width > widest->half_width) widest = &row;

@@ -20,9 +20,11 @@ Comparison OneRow(double half_width, Verdict verdict, std::optional<double> betw
   g.param_value = "1000";
   ArmResult base;
   base.arm = "base";
+  base.n = 10;
   base.verdict = Verdict::kBaseline;
   ArmResult other;
   other.arm = "new";
+  other.n = 10;
   other.ratio_ci_low = 1 - half_width;
   other.ratio_ci_high = 1 + half_width;
   other.verdict = verdict;
@@ -116,6 +118,16 @@ TEST(DecideAdaptiveTest, AnUndefinedIntervalIsUnsettledAndDoublesIterations) {
   AdaptiveDecision d = DecideAdaptive(Spec(50, 0, 0.01), kMetrics, c, {2, 1});
   EXPECT_EQ(d.action, Action::kAddIterations);
   EXPECT_EQ(d.iterations_per_boot, 4u);
+}
+
+TEST(DecideAdaptiveTest, FewerThanFiveSamplesPerArmNeverSettle) {
+  Comparison c = OneRow(0.001, Verdict::kBetter, 0.1);
+  c.groups[0].arms[1].n = 4;
+  AdaptiveDecision d = DecideAdaptive(Spec(50, 0, 0.01), kMetrics, c, {2, 1});
+  EXPECT_EQ(d.action, Action::kAddIterations);
+  EXPECT_EQ(d.iterations_per_boot, 3u);  // (0.1 % / 1 %)^2 wants fewer: at least one more
+  c.groups[0].arms[1].n = 5;
+  EXPECT_EQ(DecideAdaptive(Spec(50, 0, 0.01), kMetrics, c, {2, 1}).action, Action::kStop);
 }
 
 TEST(DecideAdaptiveTest, OnlyTheJudgedMetricsCount) {
