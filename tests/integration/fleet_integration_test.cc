@@ -4,7 +4,6 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 
 #include <fstream>
 #include <iterator>
@@ -18,25 +17,6 @@ namespace tlbfleet::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Runs a query returning one integer.
-int64_t QueryInt(const std::string& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return -1;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  int64_t value = -1;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    value = sqlite3_column_int64(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return value;
-}
 
 class FleetIntegrationTest : public ::testing::Test {
  protected:
@@ -59,26 +39,10 @@ class FleetIntegrationTest : public ::testing::Test {
   }
 
   grpc::Status SubmitYaml(const std::string& yaml, std::string* run_id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    v1::SubmitRunRequest request;
-    request.set_spec_yaml(yaml);
-    request.set_source_name("test.yaml");
-    v1::SubmitRunResponse response;
-    grpc::Status s = controller_->fleet().SubmitRun(&ctx, request, &response);
-    if (run_id != nullptr) *run_id = response.run_id();
-    return s;
+    return controller_->Submit(yaml, run_id);
   }
 
-  v1::Run GetRun(const std::string& run_id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-    v1::GetRunRequest request;
-    request.set_run_id(run_id);
-    v1::Run run;
-    controller_->fleet().GetRun(&ctx, request, &run);
-    return run;
-  }
+  v1::Run GetRun(const std::string& run_id) { return controller_->GetRun(run_id); }
 
   bool WaitTerminal(const std::string& run_id, std::chrono::seconds timeout) {
     return WaitFor(

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,6 +167,77 @@ int ControllerProcess::ConnectedHosts() {
   int n = 0;
   for (const v1::Host& h : response.hosts()) n += h.connected() ? 1 : 0;
   return n;
+}
+
+grpc::Status ControllerProcess::Submit(const std::string& yaml, std::string* run_id,
+                                       const std::string& source) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::SubmitRunRequest request;
+  request.set_spec_yaml(yaml);
+  request.set_source_name(source);
+  v1::SubmitRunResponse response;
+  grpc::Status s = stub_->SubmitRun(&ctx, request, &response);
+  if (run_id != nullptr) *run_id = response.run_id();
+  return s;
+}
+
+v1::Run ControllerProcess::GetRun(const std::string& run_id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  v1::Run run;
+  if (!stub_->GetRun(&ctx, request, &run).ok()) return v1::Run();
+  return run;
+}
+
+v1::Run ControllerProcess::WaitForRunEnd(const std::string& run_id,
+                                         std::chrono::milliseconds timeout) {
+  v1::Run run;
+  WaitFor(
+      [&] {
+        run = GetRun(run_id);
+        return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
+               run.state() == v1::RUN_STATE_CANCELLED;
+      },
+      timeout);
+  return run;
+}
+
+namespace {
+
+// Runs `sql` and hands the first row's statement to `read`; false when there is none.
+template <typename Read>
+bool QueryFirstRow(const std::string& db_path, const std::string& sql, Read read) {
+  sqlite3* db = nullptr;
+  bool found = false;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      read(stmt);
+      found = true;
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return found;
+}
+
+}  // namespace
+
+int64_t QueryInt(const std::string& db_path, const std::string& sql) {
+  int64_t value = -1;
+  QueryFirstRow(db_path, sql, [&](sqlite3_stmt* stmt) { value = sqlite3_column_int64(stmt, 0); });
+  return value;
+}
+
+double QueryNumber(const std::string& db_path, const std::string& sql) {
+  double value = -1;
+  QueryFirstRow(db_path, sql, [&](sqlite3_stmt* stmt) { value = sqlite3_column_double(stmt, 0); });
+  return value;
 }
 
 }  // namespace tlbfleet::testing

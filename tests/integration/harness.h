@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -45,6 +46,11 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 int RunCommand(const std::vector<std::string>& argv, std::string* output,
                bool merge_stderr = false);
 
+// The first column of the first row of `sql`, run read-only on the SQLite file `db_path`
+// (waiting up to 5 s for the controller's writer); -1 when the query fails or has no row.
+int64_t QueryInt(const std::string& db_path, const std::string& sql);
+double QueryNumber(const std::string& db_path, const std::string& sql);
+
 // A unique temp directory, removed on destruction.
 class TempDir {
  public:
@@ -68,6 +74,14 @@ class ControllerProcess {
   Process& process() { return *process_; }
   // Number of hosts currently connected.
   int ConnectedHosts();
+  // SubmitRun of `yaml` (named `source` in errors); the new run's id goes to *run_id.
+  grpc::Status Submit(const std::string& yaml, std::string* run_id,
+                      const std::string& source = "test.yaml");
+  // The run as GetRun returns it; an empty Run when the call fails.
+  v1::Run GetRun(const std::string& run_id);
+  // Polls GetRun until the run has succeeded, failed or been cancelled, or `timeout`;
+  // returns the last Run seen.
+  v1::Run WaitForRunEnd(const std::string& run_id, std::chrono::milliseconds timeout);
 
  private:
   std::string db_path_;
