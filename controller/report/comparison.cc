@@ -86,7 +86,7 @@ void AddBootNotes(const CompareOptions& options, ArmResult* arm) {
   if (vc.boots == 1) {
     arm->notes.push_back(
         "one boot: the interval cannot include reboot-to-reboot variance; measure 2 boots or "
-        "more");
+        "more (boots: N in the run spec)");
   }
   if (vc.between_share && *vc.between_share > options.between_boot_dominates) {
     arm->notes.push_back(
