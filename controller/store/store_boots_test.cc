@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/run_spec.h"
@@ -39,16 +40,18 @@ class StoreBootsTest : public ::testing::Test {
     return *id;
   }
 
-  // Leases the next job for `agent` on `boot`, completing it at once. Returns the boot
-  // index of the job, -1 when nothing was leased; `reboot` gets the reboot reason.
-  int RunOne(const std::string& run, const std::string& agent, const std::string& boot,
-             std::string* reboot = nullptr) {
+  // Leases the next job for `agent` on `boot` and completes it at once with one sample.
+  // nullopt when nothing was leased; `reboot` gets the reboot reason.
+  std::optional<v1::JobAssignment> LeaseAndComplete(const std::string& run,
+                                                    const std::string& agent,
+                                                    const std::string& boot,
+                                                    std::string* reboot = nullptr) {
     std::string why;
     absl::StatusOr<std::optional<v1::JobAssignment>> a =
         store_->LeaseNextJob(run, agent, now_, 60'000, nullptr, boot, &why);
     EXPECT_TRUE(a.ok()) << a.status();
     if (reboot != nullptr) *reboot = why;
-    if (!a->has_value()) return -1;
+    if (!a.ok() || !a->has_value()) return std::nullopt;
     v1::SampleBatch batch;
     batch.set_lease_id((*a)->lease_id());
     batch.set_job_id((*a)->job_id());
@@ -64,7 +67,14 @@ class StoreBootsTest : public ::testing::Test {
     done.set_sample_count(1);
     absl::StatusOr<CompletionResult> completed = store_->CompleteJob(agent, done, now_);
     EXPECT_TRUE(completed.ok() && !completed->rejected);
-    return static_cast<int>((*a)->boot_index());
+    return **a;
+  }
+
+  // The boot index of the job LeaseAndComplete ran, -1 when nothing was leased.
+  int RunOne(const std::string& run, const std::string& agent, const std::string& boot,
+             std::string* reboot = nullptr) {
+    std::optional<v1::JobAssignment> a = LeaseAndComplete(run, agent, boot, reboot);
+    return a.has_value() ? static_cast<int>(a->boot_index()) : -1;
   }
 
   std::filesystem::path dir_;
@@ -151,6 +161,39 @@ TEST_F(StoreBootsTest, AdaptiveRunWaitsForADecisionThenGrowsAndStops) {
   EXPECT_EQ(r->state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(r->stop_reason(), "target reached");
   EXPECT_TRUE(store_->AdaptiveRunsAwaitingDecision()->empty());
+}
+
+TEST_F(StoreBootsTest, ExtendingCopiesEverySlotsJobsWithTheirSweepValues) {
+  absl::StatusOr<v1::RunSpec> spec = scheduler::ParseRunSpec(
+      "name: s\nbenchmark: pipetest\nsweep: {loops: [1000, 3000]}\n"
+      "iterations: {min: 1, max: 4, target_ci: 1%}\nhosts: {count: 2}\n"
+      "arms: [{name: a}, {name: b}]\n",
+      "t.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::string> run = store_->CreateRun(*spec, "", scheduler::ExpandRun(*spec), now_);
+  ASSERT_TRUE(run.ok());
+  // Each host runs its slot's 4 jobs (2 sweep values x 2 arms).
+  for (const char* agent : {"agent1", "agent2"}) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(RunOne(*run, agent, "boot-1"), 0) << agent << i;
+  }
+  ASSERT_EQ(store_->AdaptiveRunsAwaitingDecision()->size(), 1u);
+  RunExtension more;
+  more.iterations_per_boot = 3;
+  ASSERT_TRUE(store_->ExtendRun(*run, more, now_).ok());
+  EXPECT_EQ(store_->GetRun(*run)->jobs().total(), 8u + 2u * 8u);
+  // Each host gets iterations 2 and 3 of its own slot, for every sweep value and arm.
+  for (const char* agent : {"agent1", "agent2"}) {
+    std::multiset<std::string> got;
+    while (std::optional<v1::JobAssignment> a = LeaseAndComplete(*run, agent, "boot-1")) {
+      got.insert(a->arm() + "/" + a->param_value() + "/" + std::to_string(a->iteration()));
+      EXPECT_EQ(a->params().at("loops"), a->param_value());
+    }
+    EXPECT_EQ(got, (std::multiset<std::string>{"a/1000/2", "b/1000/2", "a/3000/2", "b/3000/2",
+                                               "a/1000/3", "b/1000/3", "a/3000/3", "b/3000/3"}))
+        << agent;
+  }
+  EXPECT_EQ(store_->GetRun(*run)->jobs().succeeded(), 24u);
+  EXPECT_EQ(store_->AdaptiveRunsAwaitingDecision()->size(), 1u);
 }
 
 TEST_F(StoreBootsTest, ExtendingRefusesAPlanThatDoesNotGrowOrAFinishedRun) {
