@@ -231,6 +231,11 @@ std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
   const bool netservers =
       std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
                   [](const tlbfleet::v1::Host& h) { return !h.info().netserver().empty(); });
+  // Likewise only fleets with hosts that reboot between boots (--reboot-command).
+  const bool reboots =
+      std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
+                  [](const tlbfleet::v1::Host& h) { return h.info().can_reboot(); });
+  if (reboots) header.push_back("REBOOTS");
   if (netservers) header.push_back("NETSERVER");
   TextTable table(header);
   table.SetAlign(3, TextTable::Align::kRight);
@@ -241,6 +246,7 @@ std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
         OrDash(info.cpu().microarch()),  std::to_string(info.logical_cpus()),
         OrDash(info.kernel_release()),   CeilingCell(info.ceiling()),
         host.connected() ? "yes" : "no", OrDash(host.current_lease())};
+    if (reboots) row.push_back(info.can_reboot() ? "yes" : "no");
     if (netservers) row.push_back(OrDash(info.netserver()));
     table.AddRow(row);
   }

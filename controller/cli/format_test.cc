@@ -189,6 +189,25 @@ TEST(FormatHostsTableTest, NetserverColumnWhenAHostRunsOne) {
   EXPECT_NE(table.find("no         -      -\n"), std::string::npos) << table;
 }
 
+TEST(FormatHostsTableTest, RebootsColumnWhenAHostCanReboot) {
+  tlbfleet::v1::ListHostsResponse hosts;
+  auto* vm = hosts.add_hosts();
+  vm->set_agent_id("0123456789abcdef");
+  vm->set_connected(true);
+  vm->mutable_info()->set_hostname("vm1");
+  vm->mutable_info()->set_can_reboot(true);
+  auto* plain = hosts.add_hosts();
+  plain->set_agent_id("fedcba98");
+  plain->mutable_info()->set_hostname("a");
+  const std::string table = FormatHostsTable(hosts);
+  EXPECT_NE(table.find("LEASE  REBOOTS\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("yes        -      yes\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("no         -      no\n"), std::string::npos) << table;
+  tlbfleet::v1::ListHostsResponse none;
+  *none.add_hosts() = *plain;
+  EXPECT_EQ(FormatHostsTable(none).find("REBOOTS"), std::string::npos);
+}
+
 TEST(ResultsCsvTest, HeaderAndQuotedRow) {
   tlbfleet::v1::GetResultsResponse results;
   auto* s = results.add_samples();
