@@ -1,4 +1,6 @@
 // Boots per arm and adaptive iterations/boots in run specs: parsing, validation, expansion.
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -41,6 +43,20 @@ TEST(RunSpecBootsTest, BootsDefaultToOneAndParseAsACount) {
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(three->boots(), 3u);
   EXPECT_EQ(three->iterations(), 2u);
+}
+
+TEST(RunSpecBootsTest, TheBootsExampleParses) {
+  const std::string path =
+      std::string(__FILE__).substr(0, std::string(__FILE__).rfind("/controller/")) +
+      "/examples/ceiling-1-vs-512-over-boots.yaml";
+  std::ifstream in(path);
+  std::stringstream yaml;
+  yaml << in.rdbuf();
+  ASSERT_FALSE(yaml.str().empty()) << path;
+  absl::StatusOr<v1::RunSpec> spec = ParseRunSpec(yaml.str(), path);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->boots(), 4u);
+  EXPECT_EQ(ExpandRun(*spec).size(), 4u * 4u * 2u);
 }
 
 TEST(RunSpecBootsTest, AdaptiveIterationsStartAtMin) {
