@@ -62,14 +62,16 @@ std::vector<ArmFlushProfile> BuildFlushProfiles(const std::vector<v1::Sample>& s
                                                 const std::optional<std::string>& param_value) {
   std::vector<std::string> order = arm_order;
   std::map<std::string, ArmFlushProfile> by_arm;
-  std::map<std::string, std::set<std::string>> iterations;  // arm -> param/iteration keys
+  // arm -> boot/param/iteration keys: iteration numbers repeat in every boot of a run.
+  std::map<std::string, std::set<std::string>> iterations;
   for (const v1::Sample& s : samples) {
     if (s.metric() != kEvents && s.metric() != kLost) continue;
     if (param_value && s.param_value() != *param_value) continue;
     if (std::find(order.begin(), order.end(), s.arm()) == order.end()) order.push_back(s.arm());
     ArmFlushProfile& p = by_arm[s.arm()];
     p.arm = s.arm();
-    iterations[s.arm()].insert(absl::StrCat(s.param_value(), "/", s.iteration()));
+    iterations[s.arm()].insert(
+        absl::StrCat(s.boot_id(), "/", s.param_value(), "/", s.iteration()));
     if (s.metric() == kLost) {
       p.lost += s.value();
       continue;

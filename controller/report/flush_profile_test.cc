@@ -50,6 +50,21 @@ TEST(FlushProfileTest, SumsIterationsPerArmAndIgnoresOtherMetrics) {
   EXPECT_DOUBLE_EQ(profiles[1].pages.at("65-128"), 390);
 }
 
+TEST(FlushProfileTest, CountsTheSameIterationNumberInEachBootOnce) {
+  std::vector<v1::Sample> samples;
+  for (const char* boot : {"boot-a", "boot-b", "boot-c"}) {
+    for (uint32_t iteration = 1; iteration <= 2; ++iteration) {
+      v1::Sample s = S("c1", iteration, "pages=-1", 10);
+      s.set_boot_id(boot);
+      samples.push_back(s);
+    }
+  }
+  auto profiles = BuildFlushProfiles(samples, {"c1"}, std::nullopt);
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].iterations, 6u);
+  EXPECT_DOUBLE_EQ(profiles[0].pages.at("-1"), 60);
+}
+
 TEST(FlushProfileTest, FiltersBySweepValue) {
   EXPECT_TRUE(BuildFlushProfiles(TwoArms(), {}, std::string("1")).empty());
   EXPECT_EQ(BuildFlushProfiles(TwoArms(), {}, std::string("2")).size(), 2u);
