@@ -260,56 +260,60 @@ TEST_F(ControllerTest, HostRebootsBetweenBootsAndRunsTheNextBootOnTheNewOne) {
   EXPECT_EQ(boots, (std::set<std::string>{"boot-A", "boot-B"}));
 }
 
-TEST_F(ControllerTest, AHostThatKeepsComingBackOnTheSameBootFailsTheRun) {
+// A rebootable host on boot-A, a two-boot run, its first boot done: the host has been asked
+// to reboot once.
+class ControllerRebootTest : public ControllerTest {
+ protected:
+  void RunFirstBootUntilRebootRequest(FakeChannel& channel, std::string* run_id) {
+    ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
+    auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    *run_id = submitted->run_id();
+    controller_->OnMessage(&channel, Idle());
+    CompleteLast(*controller_, channel, "usecs_per_op", 5);
+    CompleteLast(*controller_, channel, "usecs_per_op", 5);
+    ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  }
+};
+
+TEST_F(ControllerRebootTest, AHostThatKeepsComingBackOnTheSameBootFailsTheRun) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
-  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
-  controller_->OnMessage(&channel, Idle());
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  std::string run_id;
+  ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
   for (int reconnect = 0; reconnect < 2; ++reconnect) {
     controller_->Unregister(&channel);
     channel.sent.clear();
     ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
     controller_->OnMessage(&channel, Idle());
   }
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = controller_->GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("did not reboot"), std::string::npos) << run->error();
 }
 
-TEST_F(ControllerTest, AnAgentThatCannotCarryOutTheRebootFailsTheRunWithItsReason) {
+TEST_F(ControllerRebootTest, AnAgentThatCannotCarryOutTheRebootFailsTheRunWithItsReason) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
-  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
-  controller_->OnMessage(&channel, Idle());
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  std::string run_id;
+  ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
   v1::AgentMessage note;
   note.mutable_progress()->set_message("reboot failed: reboot(2): Operation not permitted");
   controller_->OnMessage(&channel, note);
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = controller_->GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("could not reboot: reboot failed: reboot(2)"), std::string::npos)
       << run->error();
 }
 
-TEST_F(ControllerTest, ARebootThatNeverHappensFailsTheRunAfterTheTimeout) {
+TEST_F(ControllerRebootTest, ARebootThatNeverHappensFailsTheRunAfterTheTimeout) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
-  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
-  controller_->OnMessage(&channel, Idle());
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
+  std::string run_id;
+  ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
   now_ms_ += ControllerOptions{}.reboot_timeout_ms - 1;
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(controller_->GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
   now_ms_ += 2;
   controller_->Tick();
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = controller_->GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("did not reboot within 180 s"), std::string::npos) << run->error();
 }

@@ -6,10 +6,10 @@
 // The rows that must settle are, for each judged metric and sweep value, every arm against
 // the baseline. A row is settled when both arms have at least 5 samples and its ratio CI
 // half-width is at most the target, or its verdict is better, worse or same. (With fewer
-// samples a bootstrap interval has too few distinct resamples to be trusted.) The run stops when every row is settled, or when
-// the maxima leave nothing to add. Otherwise the widest unsettled row decides what to add:
-// a boot when the run may add boots and either it may not add iterations, or between-boot
-// variance is at least half of that row's variance (or still unknown, with one boot);
+// samples a bootstrap interval has too few distinct resamples to be trusted.) The run stops when
+// every row is settled, or when the maxima leave nothing to add. Otherwise the widest unsettled row
+// decides what to add: a boot when the run may add boots and either it may not add iterations, or
+// between-boot variance is at least half of that row's variance (or still unknown, with one boot);
 // else iterations, as many as the CI width suggests (n grows with the square of the
 // shrink factor), at least one more and at most double, capped by the maximum.
 

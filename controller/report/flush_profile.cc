@@ -70,8 +70,7 @@ std::vector<ArmFlushProfile> BuildFlushProfiles(const std::vector<v1::Sample>& s
     if (std::find(order.begin(), order.end(), s.arm()) == order.end()) order.push_back(s.arm());
     ArmFlushProfile& p = by_arm[s.arm()];
     p.arm = s.arm();
-    iterations[s.arm()].insert(
-        absl::StrCat(s.boot_id(), "/", s.param_value(), "/", s.iteration()));
+    iterations[s.arm()].insert(absl::StrCat(s.boot_id(), "/", s.param_value(), "/", s.iteration()));
     if (s.metric() == kLost) {
       p.lost += s.value();
       continue;

@@ -82,25 +82,32 @@ absl::StatusOr<std::vector<StoredHost>> Store::ListHosts() {
 
 // --- runs ---------------------------------------------------------------------------------
 
+absl::StatusOr<int64_t> Store::InsertRunLocked(const v1::RunSpec& spec,
+                                               const std::string& spec_yaml, int64_t now_ms,
+                                               bool expand_on_bind) {
+  TLB_ASSIGN_OR_RETURN(Statement run,
+                       db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
+                                    " created_ms, expand_on_bind, iterations_per_boot, boots)"
+                                    " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7, ?8)"));
+  TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
+                          .Bind(2, spec.benchmark())
+                          .BindBlob(3, spec.SerializeAsString())
+                          .Bind(4, spec_yaml)
+                          .Bind(5, now_ms)
+                          .Bind(6, static_cast<int64_t>(expand_on_bind ? 1 : 0))
+                          .Bind(7, static_cast<int64_t>(spec.iterations()))
+                          .Bind(8, static_cast<int64_t>(std::max<uint32_t>(spec.boots(), 1)))
+                          .Run());
+  return db_->LastInsertId();
+}
+
 absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std::string& spec_yaml,
                                              const std::vector<scheduler::JobPlan>& jobs,
                                              int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   int64_t run_id = 0;
   absl::Status s = InTransaction(*db_, [&]() -> absl::Status {
-    TLB_ASSIGN_OR_RETURN(Statement run,
-                         db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
-                                      " created_ms, iterations_per_boot, boots)"
-                                      " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?7)"));
-    TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
-                            .Bind(2, spec.benchmark())
-                            .BindBlob(3, spec.SerializeAsString())
-                            .Bind(4, spec_yaml)
-                            .Bind(5, now_ms)
-                            .Bind(6, static_cast<int64_t>(spec.iterations()))
-                            .Bind(7, static_cast<int64_t>(std::max<uint32_t>(spec.boots(), 1)))
-                            .Run());
-    run_id = db_->LastInsertId();
+    TLB_ASSIGN_OR_RETURN(run_id, InsertRunLocked(spec, spec_yaml, now_ms, false));
     return InsertJobsLocked(run_id, spec, jobs, -1);
   });
   if (!s.ok()) return s;
@@ -110,19 +117,8 @@ absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std:
 absl::StatusOr<std::string> Store::CreateDeferredRun(const v1::RunSpec& spec,
                                                      const std::string& spec_yaml, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  TLB_ASSIGN_OR_RETURN(Statement run,
-                       db_->Prepare("INSERT INTO runs(name, benchmark, spec, spec_yaml, state,"
-                                    " created_ms, expand_on_bind, iterations_per_boot, boots)"
-                                    " VALUES(?1, ?2, ?3, ?4, 'queued', ?5, 1, ?6, ?7)"));
-  TLB_RETURN_IF_ERROR(run.Bind(1, spec.name())
-                          .Bind(2, spec.benchmark())
-                          .BindBlob(3, spec.SerializeAsString())
-                          .Bind(4, spec_yaml)
-                          .Bind(5, now_ms)
-                          .Bind(6, static_cast<int64_t>(spec.iterations()))
-                          .Bind(7, static_cast<int64_t>(std::max<uint32_t>(spec.boots(), 1)))
-                          .Run());
-  return absl::StrCat(db_->LastInsertId());
+  TLB_ASSIGN_OR_RETURN(int64_t run_id, InsertRunLocked(spec, spec_yaml, now_ms, true));
+  return absl::StrCat(run_id);
 }
 
 // `slot` >= 0 overrides the plans' slot numbers (a deferred run's slot expansion).

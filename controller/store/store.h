@@ -160,6 +160,10 @@ class Store {
   explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
 
   absl::StatusOr<v1::Run> LoadRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The runs row of a new run (queued, plan = the spec's iterations and boots); its id.
+  absl::StatusOr<int64_t> InsertRunLocked(const v1::RunSpec& spec, const std::string& spec_yaml,
+                                          int64_t now_ms, bool expand_on_bind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertJobsLocked(int64_t run_id, const v1::RunSpec& spec,
                                 const std::vector<scheduler::JobPlan>& jobs, int64_t slot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
