@@ -1,5 +1,7 @@
 #include "agent/workloads/usemem.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -15,11 +17,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-// A directory of this test's own, so that leftovers are visible.
+// A directory of this test's own, so that leftovers are visible. Named by process and test:
+// CTest runs the tests of this fixture in parallel processes, and a shared directory was
+// removed by one test's TearDown while another was writing into it.
 class UsememRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) / "usemem_test";
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("usemem_test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
