@@ -4,9 +4,14 @@
 //   tlbfleet-agent --controller HOST:PORT --state-dir DIR [--sysroot DIR] [--label k=v]...
 //                  [--log-level info] [--max-backoff-seconds 30]
 //                  [--netserver-listen ADDR:PORT [--netserver-advertise ADDR:PORT]]
+//                  [--metrics-listen ADDR:PORT]
 //
 // Hidden mode used by the agent itself for each job (in a child process):
 //   tlbfleet-agent run-workload <workload> --json [--set k=v]...
+//
+// An operator's statement that the flush ceiling's good value is N (clears a degraded
+// ceiling; see agent/kernel/ceiling_health.h):
+//   tlbfleet-agent ceiling-known-good --state-dir DIR --value N [--sysroot DIR]
 
 #include <pthread.h>
 #include <signal.h>
@@ -14,18 +19,27 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "agent/kernel/ceiling.h"
+#include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
+#include "agent/metrics/agent_metrics.h"
 #include "agent/runner/agent.h"
 #include "agent/runner/netserver.h"
+#include "agent/runner/paths.h"
 #include "agent/workloads/bench_cli.h"
 #include "agent/workloads/workload.h"
+#include "common/config/yaml_config.h"
 #include "common/logging.h"
+#include "common/systemd/notifier.h"
+#include "common/token_file.h"
 #include "common/version.h"
 #include "spdlog/spdlog.h"
 
@@ -41,6 +55,8 @@ int AgentMain(int argc, char** argv) {
   std::string reboot_command;
   std::string netserver_listen;
   std::string netserver_advertise;
+  std::string boot_entries_file;
+  std::vector<std::string> peer_network_args;
 
   CLI::App app{"tlbfleet agent: runs benchmark jobs for a tlbfleet controller"};
   app.set_version_flag("--version", tlbfleet::kVersion);
@@ -66,7 +82,48 @@ int AgentMain(int argc, char** argv) {
                  "the ADDR:PORT peers should dial (default: the listen address and the port it "
                  "bound; required with a wildcard listen address)")
       ->needs("--netserver-listen");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--boot-entries", boot_entries_file,
+                 "YAML file with this host's boot entries (boot_entries: name, select, reboot, "
+                 "expect: {release, cmdline}); the controller may ask for a reboot into one by "
+                 "name (docs/agent.md)");
+  tlbfleet::ClientTls tls;
+  app.add_option("--tls-ca", tls.ca, "CA (PEM) of the controller's certificate: use TLS");
+  app.add_option("--tls-cert", tls.cert,
+                 "client certificate (PEM) for a controller that requires one (mutual TLS)");
+  app.add_option("--tls-key", tls.key, "its private key (PEM)");
+  app.add_option("--tls-server-name", tls.server_name,
+                 "the name the controller's certificate carries, when not the --controller host");
+  std::string metrics_listen;
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics at http://ADDR:PORT/metrics (port 0: any free port; "
+                 "IPv6 as [ADDR]:PORT; conventionally port 9470)");
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding the enrollment token (role agent) the controller requires unless "
+                 "it runs in development mode");
+  app.add_option("--peer-network", peer_network_args,
+                 "networks (ADDR/PREFIX, repeatable) a netperf job may be sent to test against; "
+                 "default: loopback and the networks of this host's interfaces");
+  tlbfleet::AddYamlConfig(app,
+                          "agent.yaml: these flags as `flag-name: value` (a list for --label; the "
+                          "command line wins; an unknown key is an error)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // A configuration mistake (a flag or a config file): exit 2, nothing started.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  std::vector<tlbfleet::agent::BootEntry> boot_entries;
+  if (!boot_entries_file.empty()) {
+    absl::StatusOr<std::vector<tlbfleet::agent::BootEntry>> loaded =
+        tlbfleet::agent::LoadBootEntries(boot_entries_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+      return 2;
+    }
+    boot_entries = *std::move(loaded);
+  }
 
   std::map<std::string, std::string> labels;
   for (const std::string& label : label_args) {
@@ -78,6 +135,17 @@ int AgentMain(int argc, char** argv) {
     labels[label.substr(0, eq)] = label.substr(eq + 1);
   }
 
+  std::vector<tlbfleet::agent::Network> peer_networks;
+  for (const std::string& text : peer_network_args) {
+    absl::StatusOr<tlbfleet::agent::Network> network = tlbfleet::agent::Network::Parse(text);
+    if (!network.ok()) {
+      std::fprintf(stderr, "--peer-network %s\n", std::string(network.status().message()).c_str());
+      return 2;
+    }
+    peer_networks.push_back(*network);
+  }
+  if (peer_networks.empty()) peer_networks = tlbfleet::agent::DefaultPeerNetworks();
+
   // Before any thread exists: every thread inherits this mask, so SIGTERM/SIGINT reach only
   // the sigwait() below (the runner unblocks them again in workload children).
   sigset_t stop_signals;
@@ -88,6 +156,22 @@ int AgentMain(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   tlbfleet::InitLogging("agent", log_level);
+  if (absl::Status s = tlbfleet::CheckClientTls(tls); !s.ok()) {
+    spdlog::critical("cannot start: {}", std::string(s.message()));
+    return 2;
+  }
+  std::string token;
+  if (!token_file.empty()) {
+    std::string warning;
+    absl::StatusOr<std::string> read =
+        tlbfleet::ReadTokenFile(token_file, "--token-file", &warning);
+    if (!read.ok()) {
+      spdlog::critical("cannot start: {}", std::string(read.status().message()));
+      return 2;
+    }
+    if (!warning.empty()) spdlog::warn("{}", warning);
+    token = *std::move(read);
+  }
   tlbfleet::workloads::LinkAllWorkloads();
 
   // Lives as long as the agent: peers may be sent to it whenever this agent is idle.
@@ -105,13 +189,17 @@ int AgentMain(int argc, char** argv) {
   tlbfleet::agent::Sysroot sysroot(sysroot_dir);
   tlbfleet::agent::AgentOptions options;
   options.controller = controller;
+  options.token = token;
+  options.tls = tls;
   options.state_dir = state_dir;
   options.sysroot = &sysroot;
   options.labels = labels;
   options.workloads = tlbfleet::workloads::Registry::Get().Names();
+  options.peer_networks = std::move(peer_networks);
   options.max_backoff_seconds = max_backoff;
   options.reboot_command = reboot_command;
   options.netserver = netserver.advertise;
+  options.boot_entries = std::move(boot_entries);
   // CPUID describes this machine, not a --sysroot tree.
   tlbfleet::agent::HardwareCpuid cpuid;
   if (sysroot_dir.empty()) options.cpuid = &cpuid;
@@ -119,8 +207,39 @@ int AgentMain(int argc, char** argv) {
       tlbfleet::agent::Agent::Create(std::move(options));
   if (!agent.ok()) {
     spdlog::critical("cannot start: {}", agent.status().ToString());
-    return 1;
+    // A flag that cannot work (an unwritable or busy --state-dir) is the operator's to fix.
+    return absl::IsInvalidArgument(agent.status()) || absl::IsFailedPrecondition(agent.status())
+               ? 2
+               : 1;
   }
+
+  // After the agent exists (the metrics read its status) and before it runs; a bad or busy
+  // address is a configuration mistake: exit 2 with nothing started.
+  std::unique_ptr<tlbfleet::agent::MetricsServer> metrics_server;
+  if (!metrics_listen.empty()) {
+    tlbfleet::agent::AgentMetricsSources sources;
+    tlbfleet::agent::Agent* running = agent->get();
+    sources.status = [running] { return running->status(); };
+    sources.sysroot = &sysroot;
+    absl::StatusOr<std::unique_ptr<tlbfleet::agent::MetricsServer>> started =
+        tlbfleet::agent::MetricsServer::Start(
+            metrics_listen, std::make_shared<tlbfleet::agent::AgentMetrics>(std::move(sources)));
+    if (!started.ok()) {
+      spdlog::critical("cannot start: {}", std::string(started.status().message()));
+      return 2;
+    }
+    metrics_server = *std::move(started);
+    spdlog::info("serving metrics on port {} (--metrics-listen {})", metrics_server->port(),
+                 metrics_listen);
+  }
+
+  // The watchdog is petted while the agent's state can be read (its lock is not stuck).
+  tlbfleet::agent::Agent* watched = agent->get();
+  tlbfleet::SystemdNotifier systemd([watched] {
+    watched->status();
+    return true;
+  });
+  systemd.Ready(absl::StrCat("agent ", watched->agent_id(), " for controller ", controller));
 
   std::atomic<bool> finished{false};
   std::thread signal_thread([&] {
@@ -128,6 +247,7 @@ int AgentMain(int argc, char** argv) {
       int sig = 0;
       if (sigwait(&stop_signals, &sig) != 0) continue;
       if (finished.load()) return;
+      systemd.Stopping(strsignal(sig));
       (*agent)->Shutdown(strsignal(sig));
     }
   });
@@ -136,10 +256,40 @@ int AgentMain(int argc, char** argv) {
   finished.store(true);
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
+  metrics_server.reset();  // before the agent its metrics read
   if (!status.ok()) {
     spdlog::critical("{}", status.ToString());
     return 1;
   }
+  return 0;
+}
+
+int CeilingKnownGoodMain(int argc, char** argv) {
+  std::string state_dir;
+  std::string sysroot_dir;
+  int64_t value = -1;
+  CLI::App app{
+      "Tells this host's agent that the flush ceiling's good value (the one this boot started "
+      "with) is --value: writes it, reads it back, and clears the agent's degraded state, so "
+      "it takes ceiling jobs again"};
+  app.add_option("--state-dir", state_dir, "the agent's --state-dir")->required();
+  app.add_option("--value", value, "the good value, in pages (the kernel's default is 33)")
+      ->required()
+      ->check(CLI::Range(int64_t{0}, tlbfleet::agent::kMaxCeiling));
+  app.add_option("--sysroot", sysroot_dir, "the agent's --sysroot (testing)");
+  CLI11_PARSE(app, argc, argv);
+  tlbfleet::agent::Sysroot sysroot(sysroot_dir);
+  absl::Status s = tlbfleet::agent::DeclareCeilingKnownGood(
+      sysroot, tlbfleet::agent::paths::CeilingJournalFile(state_dir),
+      tlbfleet::agent::paths::CeilingDegradedFile(state_dir), value);
+  if (!s.ok()) {
+    std::fprintf(stderr, "ceiling-known-good: %s\n", std::string(s.message()).c_str());
+    return absl::IsInvalidArgument(s) ? 2 : 1;
+  }
+  std::printf(
+      "flush ceiling set to %lld and recorded as this boot's value; the agent reports it at "
+      "its next heartbeat\n",
+      static_cast<long long>(value));
   return 0;
 }
 
@@ -149,6 +299,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "run-workload") == 0) {
     tlbfleet::workloads::LinkAllWorkloads();
     return tlbfleet::workloads::BenchMain(argc - 1, argv + 1);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "ceiling-known-good") == 0) {
+    return CeilingKnownGoodMain(argc - 1, argv + 1);
   }
   return AgentMain(argc, argv);
 }

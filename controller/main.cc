@@ -1,6 +1,12 @@
 // tlbfleet-controller: the fleet's scheduler, store and API.
 //
 //   tlbfleet-controller --grpc-listen 127.0.0.1:7070 --http-listen 127.0.0.1:8080 --db PATH
+//   tlbfleet-controller token create --db PATH --role operator --name alice
+//   tlbfleet-controller token list|revoke --db PATH ...
+//   tlbfleet-controller audit --db PATH
+//
+// Exit codes: 0 stopped by a signal (or a command succeeded), 1 a failure while running,
+// 2 a configuration mistake found at start (nothing was started).
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -8,60 +14,83 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "common/config/yaml_config.h"
 #include "common/files.h"
+#include "common/grpc_keepalive.h"
 #include "common/logging.h"
+#include "common/systemd/notifier.h"
 #include "common/version.h"
-#include "controller/api/controller.h"
+#include "controller/api/admin_commands.h"
+#include "controller/api/auth.h"
+#include "controller/api/fleet_api.h"
 #include "controller/api/grpc_services.h"
+#include "controller/api/http_api.h"
 #include "controller/api/http_server.h"
+#include "controller/api/nightly_api.h"
+#include "controller/api/nightly_service.h"
+#include "controller/api/run_event_streams.h"
+#include "controller/api/static_files.h"
+#include "controller/api/tls.h"
+#include "controller/api/workload_schemas.h"
+#include "controller/core/controller.h"
+#include "controller/metrics/controller_metrics.h"
+#include "controller/nightly/file_clock.h"
+#include "controller/nightly/nightly.h"
+#include "controller/store/auth_store.h"
+#include "controller/store/nightly_store.h"
 #include "controller/store/store.h"
 #include "spdlog/spdlog.h"
 
 namespace {
 
-int Fail(const std::string& message) {
+constexpr int kExitFailure = 1;
+constexpr int kExitConfig = 2;
+
+int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "tlbfleet-controller: %s\n", message.c_str());
-  return 1;
+  return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct DaemonOptions {
   std::string grpc_listen = "127.0.0.1:7070";
   std::string http_listen = "127.0.0.1:8080";
   std::string db_path = "tlbfleet.db";
   std::string ready_file;
-  std::string log_level = "info";
+  std::string dashboard_dir;
   double lease_seconds = 60;
   double heartbeat_seconds = 0;
   int max_attempts = 3;
+  std::string nightly_clock_file;
+  double reconnect_grace_seconds = 0;
+  double reboot_return_seconds = 900;
+  double session_hours = 12;
+  tlbfleet::api::TlsFiles tls;
+  bool insecure_no_tls = false;
+};
 
-  CLI::App app{"tlbfleet controller: schedules benchmark jobs onto agents and stores results"};
-  app.set_version_flag("--version", tlbfleet::kVersion);
-  app.add_option("--grpc-listen", grpc_listen, "gRPC address for agents and clients (port 0: any)")
-      ->capture_default_str();
-  app.add_option("--http-listen", http_listen, "HTTP address (/healthz)")->capture_default_str();
-  app.add_option("--db", db_path, "SQLite database file (created if missing)")
-      ->capture_default_str();
-  app.add_option("--lease-seconds", lease_seconds,
-                 "re-queue a job whose agent has been silent this long")
-      ->capture_default_str()
-      ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--heartbeat-seconds", heartbeat_seconds,
-                 "agent heartbeat interval (default: a quarter of the lease, at most 15)")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--max-attempts", max_attempts, "leases per job before its run fails")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100));
-  app.add_option("--ready-file", ready_file,
-                 "write {\"grpc_port\":N,\"http_port\":M,\"pid\":P} here once listening");
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+void WarnAboutAuthentication(tlbfleet::api::Authenticator& auth, bool loopback_only) {
+  absl::StatusOr<bool> dev = auth.DevelopmentMode();
+  if (dev.ok() && *dev) {
+    spdlog::warn("**************************************************************************");
+    spdlog::warn("DEVELOPMENT MODE: no API token exists and every listener is on loopback,");
+    spdlog::warn("so requests are NOT authenticated: anyone on this machine acts as admin.");
+    spdlog::warn("It ends with the first `tlbfleet-controller token create --db ...`.");
+    spdlog::warn("**************************************************************************");
+  } else if (!loopback_only) {
+    absl::StatusOr<bool> any = auth.store().AnyToken();
+    if (any.ok() && !*any) {
+      spdlog::warn(
+          "no API token exists and a listener is not on loopback: every request "
+          "is refused until `tlbfleet-controller token create --db ...`");
+    }
+  }
+}
 
-  tlbfleet::InitLogging("controller", log_level);
-
+int RunDaemon(const DaemonOptions& o) {
+  namespace api = tlbfleet::api;
   // Signals are taken synchronously by the main thread; block them before threads start.
   sigset_t signals;
   sigemptyset(&signals);
@@ -69,65 +98,330 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  absl::StatusOr<std::unique_ptr<tlbfleet::store::Store>> store =
-      tlbfleet::store::Store::Open(db_path);
-  if (!store.ok()) return Fail(absl::StrCat("--db ", db_path, ": ", store.status().message()));
-
-  tlbfleet::api::ControllerOptions options;
-  options.lease_ms = static_cast<int64_t>(lease_seconds * 1000);
-  options.heartbeat_ms = heartbeat_seconds > 0
-                             ? static_cast<int64_t>(heartbeat_seconds * 1000)
-                             : std::clamp<int64_t>(options.lease_ms / 4, 1000, 15000);
-  options.max_attempts = max_attempts;
-  options.tick_ms = std::clamp<int64_t>(options.lease_ms / 8, 50, 1000);
-  if (options.heartbeat_ms * 2 > options.lease_ms) {
-    return Fail("--heartbeat-seconds: must be at most half of --lease-seconds");
+  auto grpc_addr = api::SplitHostPort(o.grpc_listen, "--grpc-listen");
+  if (!grpc_addr.ok()) return Fail(kExitConfig, std::string(grpc_addr.status().message()));
+  auto http_addr = api::SplitHostPort(o.http_listen, "--http-listen");
+  if (!http_addr.ok()) return Fail(kExitConfig, std::string(http_addr.status().message()));
+  const bool loopback_only =
+      api::IsLoopbackHost(grpc_addr->first) && api::IsLoopbackHost(http_addr->first);
+  if (absl::Status s = api::CheckTlsFiles(o.tls); !s.ok()) {
+    return Fail(kExitConfig, std::string(s.message()));
   }
-  tlbfleet::api::Controller controller(**store, options);
-  tlbfleet::api::AgentServiceImpl agent_service(controller);
-  tlbfleet::api::FleetServiceImpl fleet_service(controller);
+  if (!loopback_only && !o.tls.enabled() && !o.insecure_no_tls) {
+    return Fail(
+        kExitConfig,
+        absl::StrCat(api::IsLoopbackHost(grpc_addr->first) ? "--http-listen " : "--grpc-listen ",
+                     api::IsLoopbackHost(grpc_addr->first) ? o.http_listen : o.grpc_listen,
+                     ": not a loopback address, and without TLS tokens and results would "
+                     "cross the network in clear text; give --tls-cert and --tls-key, or "
+                     "--insecure-no-tls to accept that"));
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> grpc_credentials =
+      api::GrpcServerCredentials(o.tls);
+  if (!grpc_credentials.ok()) {
+    return Fail(kExitConfig, std::string(grpc_credentials.status().message()));
+  }
 
-  auto grpc_addr = tlbfleet::api::SplitHostPort(grpc_listen, "--grpc-listen");
-  if (!grpc_addr.ok()) return Fail(std::string(grpc_addr.status().message()));
+  absl::StatusOr<std::unique_ptr<tlbfleet::store::Store>> store =
+      tlbfleet::store::Store::Open(o.db_path);
+  if (!store.ok()) {
+    // A database that cannot be written (read-only file system, permissions) or is newer than
+    // this binary: nothing to retry.
+    return Fail(absl::IsFailedPrecondition(store.status()) ? kExitConfig : kExitFailure,
+                absl::StrCat("--db ", o.db_path, ": ", store.status().message()));
+  }
+  absl::StatusOr<std::unique_ptr<tlbfleet::store::AuthStore>> auth_store =
+      tlbfleet::store::AuthStore::Open(o.db_path);
+  if (!auth_store.ok()) {
+    return Fail(kExitConfig, absl::StrCat("--db ", o.db_path, ": ", auth_store.status().message()));
+  }
+
+  tlbfleet::core::ControllerOptions options;
+  options.lease_ms = static_cast<int64_t>(o.lease_seconds * 1000);
+  options.heartbeat_ms = o.heartbeat_seconds > 0
+                             ? static_cast<int64_t>(o.heartbeat_seconds * 1000)
+                             : std::clamp<int64_t>(options.lease_ms / 4, 1000, 15000);
+  options.max_attempts = o.max_attempts;
+  options.tick_ms = std::clamp<int64_t>(options.lease_ms / 8, 50, 1000);
+  options.reconnect_grace_ms = static_cast<int64_t>(o.reconnect_grace_seconds * 1000);
+  options.reboot_return_ms = static_cast<int64_t>(o.reboot_return_seconds * 1000);
+  if (options.heartbeat_ms * 2 > options.lease_ms) {
+    return Fail(kExitConfig,
+                absl::StrCat("--heartbeat-seconds ", options.heartbeat_ms / 1000.0,
+                             ": must be at most half of --lease-seconds ", o.lease_seconds,
+                             " (a lease shorter than two heartbeats expires while its agent "
+                             "is alive)"));
+  }
+
+  api::AuthOptions auth_options;
+  auth_options.loopback_only = loopback_only;
+  auth_options.session_ms = static_cast<int64_t>(o.session_hours * 3600e3);
+  api::Authenticator auth(**auth_store, auth_options);
+  api::AuditLog audit(**auth_store, api::SystemClockMs());
+
+  tlbfleet::core::Controller controller(**store, options);
+
+  // Nightly schedules, history and bisections: a unit beside the core, with a connection of
+  // its own to the same database.
+  absl::StatusOr<std::unique_ptr<tlbfleet::store::NightlyStore>> nightly_store =
+      tlbfleet::store::NightlyStore::Open(o.db_path);
+  if (!nightly_store.ok()) {
+    return Fail(kExitConfig,
+                absl::StrCat("--db ", o.db_path, ": ", nightly_store.status().message()));
+  }
+  std::unique_ptr<tlbfleet::nightly::FileClock> file_clock;
+  tlbfleet::nightly::NightlyOptions nightly_options;
+  if (!o.nightly_clock_file.empty()) {
+    file_clock = std::make_unique<tlbfleet::nightly::FileClock>(o.nightly_clock_file);
+    nightly_options.clock = file_clock.get();
+    nightly_options.poll = absl::Milliseconds(100);
+    spdlog::warn("nightly schedules follow the clock in {} (--nightly-clock-file)",
+                 o.nightly_clock_file);
+  }
+  tlbfleet::nightly::Nightly nightly(controller, **nightly_store, nightly_options);
+  controller.AddObserver(&nightly);
+
+  tlbfleet::metrics::ControllerMetricsOptions metrics_options;
+  metrics_options.primary_metric = [](const std::string& benchmark) {
+    for (const auto& w : api::WorkloadCatalogue().workloads()) {
+      if (w.name() == benchmark) return w.primary_metric();
+    }
+    return std::string();
+  };
+  metrics_options.open_regressions = [&nightly]() -> absl::StatusOr<std::map<std::string, int>> {
+    return tlbfleet::nightly::OpenRegressionsBySeries(nightly);
+  };
+  tlbfleet::metrics::ControllerMetrics metrics(controller, metrics_options);
+  controller.AddObserver(&metrics);
+  api::GrpcCallHook count_call = [&metrics](const std::string& method, const std::string& code) {
+    metrics.OnGrpcCall(method, code);
+  };
+  api::FleetApi fleet(controller, audit);
+  api::AgentServiceImpl agent_service(controller, auth,
+                                      /*require_client_certificate=*/!o.tls.client_ca.empty(),
+                                      count_call);
+  api::FleetServiceImpl fleet_service(fleet, auth, count_call);
+
+  api::NightlyApi nightly_api(nightly, audit);
+  api::NightlyServiceImpl nightly_service(nightly_api, auth, count_call);
+
   int grpc_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(grpc_listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(o.grpc_listen, *grpc_credentials, &grpc_port);
   builder.RegisterService(&agent_service);
   builder.RegisterService(&fleet_service);
-  // Agents behind NAT or idle links: keep the transport alive so dead peers are noticed.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.RegisterService(&nightly_service);
+  // Half-open agent streams are noticed within kHalfOpenDetectionMs (grpc_keepalive.h).
+  tlbfleet::SetControllerKeepalive(builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
-    return Fail(absl::StrCat("--grpc-listen ", grpc_listen, ": cannot listen (address in use?)"));
+    return Fail(kExitConfig,
+                absl::StrCat("--grpc-listen ", o.grpc_listen, ": cannot listen (address in use?)"));
   }
 
-  auto http = tlbfleet::api::HttpServer::Start(http_listen);
+  api::StaticFiles files(o.dashboard_dir.empty() ? api::DefaultDashboardDir() : o.dashboard_dir);
+  // Live run progress (SSE): told of every stored run event by the core.
+  api::FacadeRunEventSource event_source(controller);
+  api::RunEventStreams events(event_source);
+  controller.AddObserver(&events);
+  api::HttpApiOptions http_api_options;
+  http_api_options.tls = o.tls.enabled();
+  http_api_options.render_metrics = [&metrics] { return metrics.Render(); };
+  http_api_options.nightly = &nightly_api;
+  api::HttpApi http_api(fleet, auth, &events, &files, http_api_options);
+  api::Router router;
+  router.Add(boost::beast::http::verb::get, "/healthz", [](api::HttpRequest&) {
+    api::HttpResponse r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = "ok\n";
+    return r;
+  });
+  http_api.Register(router);
+  api::HttpServerOptions http_options;
+  http_options.address = o.http_listen;
+  http_options.tls_cert = o.tls.cert;
+  http_options.tls_key = o.tls.key;
+  http_options.on_response = [&metrics](const api::HttpResponseInfo& r) {
+    metrics.OnHttpResponse(r.route, r.status, r.seconds);
+    spdlog::debug("http {} {} {} {:.1f} ms from {}", r.method, r.path, r.status, r.seconds * 1e3,
+                  r.peer);
+  };
+  auto http = api::HttpServer::Start(http_options, router);
   if (!http.ok()) {
     server->Shutdown();
-    return Fail(std::string(http.status().message()));
+    return Fail(kExitConfig, std::string(http.status().message()));
   }
   controller.Start();
+  nightly.Start();
   spdlog::info("tlbfleet-controller {} listening: grpc {}:{} http {}:{} db {} lease {} s",
-               tlbfleet::kVersion, grpc_addr->first, grpc_port, grpc_addr->first, (*http)->port(),
-               db_path, lease_seconds);
-  if (!ready_file.empty()) {
+               tlbfleet::kVersion, grpc_addr->first, grpc_port, http_addr->first, (*http)->port(),
+               o.db_path, o.lease_seconds);
+  spdlog::info("dashboard: {}", files.root().empty() ? absl::StrCat("none (no directory ",
+                                                                    o.dashboard_dir.empty()
+                                                                        ? api::DefaultDashboardDir()
+                                                                        : o.dashboard_dir,
+                                                                    ")")
+                                                     : files.root());
+  WarnAboutAuthentication(auth, loopback_only);
+  if (!o.tls.enabled()) {
+    if (!loopback_only) {
+      spdlog::warn(
+          "--insecure-no-tls: listening beyond loopback in clear text; tokens and "
+          "results can be read on the network");
+    }
+  } else {
+    spdlog::info("TLS on both listeners ({}){}", o.tls.cert,
+                 o.tls.client_ca.empty() ? ""
+                                         : absl::StrCat("; agents need a client certificate "
+                                                        "signed by ",
+                                                        o.tls.client_ca));
+  }
+  if (!o.ready_file.empty()) {
     std::string ready =
         absl::StrCat("{\"grpc_port\":", grpc_port, ",\"http_port\":", (*http)->port(),
                      ",\"pid\":", getpid(), "}\n");
-    if (absl::Status s = tlbfleet::WriteFileAtomic(ready_file, ready); !s.ok()) {
+    if (absl::Status s = tlbfleet::WriteFileAtomic(o.ready_file, ready); !s.ok()) {
       spdlog::error("--ready-file: {}", s.ToString());
     }
   }
 
+  // The watchdog is petted only while the core answers (Snapshot takes its locks and reads
+  // the database): a wedged controller is restarted by systemd.
+  tlbfleet::SystemdNotifier systemd([&controller] { return controller.Snapshot().ok(); });
+  systemd.Ready(absl::StrCat("serving: gRPC port ", grpc_port, ", HTTP port ", (*http)->port()));
+
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   spdlog::info("signal {} received; shutting down", signal_number);
+  nightly.Stop();
+  systemd.Stopping(absl::StrCat("signal ", signal_number, ": shutting down"));
   controller.Stop();
   http->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server->Wait();
   spdlog::info("stopped");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  DaemonOptions o;
+  std::string log_level = "info";
+
+  CLI::App app{"tlbfleet controller: schedules benchmark jobs onto agents and stores results"};
+  app.set_version_flag("--version", tlbfleet::kVersion);
+  app.require_subcommand(0, 1);
+  app.add_option("--grpc-listen", o.grpc_listen,
+                 "gRPC address for agents and clients (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--http-listen", o.http_listen,
+                 "HTTP address: JSON API, dashboard, /healthz (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  app.add_option("--dashboard-dir", o.dashboard_dir,
+                 "built dashboard to serve at / (default: <binary's dir>/../dashboard/dist)");
+  app.add_option("--tls-cert", o.tls.cert, "TLS certificate chain (PEM) for both listeners");
+  app.add_option("--tls-key", o.tls.key, "its private key (PEM)");
+  app.add_option("--tls-client-ca", o.tls.client_ca,
+                 "CA (PEM) that signed agents' client certificates: mutual TLS for agents");
+  app.add_flag("--insecure-no-tls", o.insecure_no_tls,
+               "allow a listener beyond loopback without TLS (tokens travel in clear text)");
+  app.add_option("--session-hours", o.session_hours, "browser sessions (login) last this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 24.0 * 90));
+  app.add_option("--lease-seconds", o.lease_seconds,
+                 "re-queue a job whose agent has been silent this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--heartbeat-seconds", o.heartbeat_seconds,
+                 "agent heartbeat interval (default: a quarter of the lease, at most 15)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-attempts", o.max_attempts, "leases per job before its run fails")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.add_option("--reconnect-grace-seconds", o.reconnect_grace_seconds,
+                 "after a start or a storage outage, leases are not judged for this long, so "
+                 "agents reconnect and report first (default: the lease plus 30 s)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--reboot-return-seconds", o.reboot_return_seconds,
+                 "a host asked to reboot that is not back on a new boot after this long fails "
+                 "its run (the samples taken are kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--ready-file", o.ready_file,
+                 "write {\"grpc_port\":N,\"http_port\":M,\"pid\":P} here once listening");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--nightly-clock-file", o.nightly_clock_file,
+                 "for tests: nightly schedules read the time (seconds since the epoch, UTC) "
+                 "from this file instead of the system clock");
+
+  tlbfleet::AddYamlConfig(app,
+                          "controller.yaml: these flags as `flag-name: value` (the command line "
+                          "wins; an unknown key is an error)");
+
+  // --- token ---
+  CLI::App* token = app.add_subcommand("token", "API tokens: create, list, revoke");
+  token->require_subcommand(1);
+  tlbfleet::api::TokenCreateOptions create;
+  std::string token_db, token_name, list_format = "text";
+  CLI::App* token_create =
+      token->add_subcommand("create", "create a token; prints it once, alone on the last line");
+  token_create->add_option("--db", create.db, "the controller's database")->required();
+  token_create->add_option("--role", create.role, "viewer | operator | admin | agent")->required();
+  token_create->add_option("--name", create.name, "who or what holds it (unique)")->required();
+  token_create->add_option("--expires-days", create.expires_days, "valid this long (0: no end)")
+      ->capture_default_str();
+  CLI::App* token_list = token->add_subcommand("list", "list tokens (never their secrets)");
+  token_list->add_option("--db", token_db, "the controller's database")->required();
+  token_list->add_option("--format", list_format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}));
+  CLI::App* token_revoke =
+      token->add_subcommand("revoke", "revoke a token and end its browser sessions");
+  token_revoke->add_option("--db", token_db, "the controller's database")->required();
+  token_revoke->add_option("NAME", token_name, "the token's name (or id)")->required();
+
+  // --- audit ---
+  uint32_t audit_limit = 100;
+  std::string audit_format = "text";
+  std::string audit_db;
+  CLI::App* audit = app.add_subcommand("audit", "print the audit log of mutating requests");
+  audit->add_option("--db", audit_db, "the controller's database")->required();
+  audit->add_option("--limit", audit_limit, "the newest this many entries")->capture_default_str();
+  audit->add_option("--format", audit_format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  // --- backup ---
+  std::string backup_db, backup_out;
+  CLI::App* backup = app.add_subcommand(
+      "backup", "copy the database while the controller runs (SQLite's online backup)");
+  backup->add_option("--db", backup_db, "the controller's database")->required();
+  backup->add_option("--out", backup_out, "the copy to write (must not exist)")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitConfig;
+  }
+
+  if (token_create->parsed())
+    return tlbfleet::api::TokenCreateCommand(create, std::cout, std::cerr);
+  if (token_list->parsed()) {
+    return tlbfleet::api::TokenListCommand(token_db, list_format, std::cout, std::cerr);
+  }
+  if (token_revoke->parsed()) {
+    return tlbfleet::api::TokenRevokeCommand(token_db, token_name, std::cout, std::cerr);
+  }
+  if (backup->parsed()) {
+    return tlbfleet::api::BackupCommand(backup_db, backup_out, std::cout, std::cerr);
+  }
+  if (audit->parsed()) {
+    return tlbfleet::api::AuditCommand(audit_db, audit_limit, audit_format, std::cout, std::cerr);
+  }
+
+  tlbfleet::InitLogging("controller", log_level);
+  int rc = RunDaemon(o);
+  return rc == 0 || rc == kExitConfig ? rc : kExitFailure;
 }

@@ -11,10 +11,12 @@ packages=(
   libboost-dev libboost-system-dev libboost-math-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libtracefs-dev libtraceevent-dev libhwloc-dev libcpuid-dev
-  libssl-dev libsystemd-dev
+  libssl-dev libsystemd-dev systemd  # sd_notify; systemd-analyze verify of deploy/systemd
+  prometheus-cpp-dev prometheus  # metrics (prometheus-cpp); promtool and the server in tests
   libgtest-dev libgmock-dev libbenchmark-dev
   util-linux procps
-  qemu-system-x86 busybox-static cpio xz-utils gzip binutils
+  qemu-system-x86 busybox-static cpio xz-utils zstd gzip binutils
+  chromium  # the dashboard's browser tests (Playwright drives it headless; no browser download)
 )
 
 missing=()
@@ -24,8 +26,50 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# The dashboard (dashboard/) needs Node >= 20.19 and npm, which Debian 12 does not ship
+# (its nodejs is 18): they come from the machine's own Node installation. Its npm packages are
+# pinned in dashboard/package-lock.json; `npm ci` here fills npm's cache so that the build's
+# own `npm ci --prefer-offline` (cmake -DTLBFLEET_DASHBOARD=ON) needs no network.
+dashboard_npm() {
+  local repo node_version
+  repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "install-deps: node/npm not found: the dashboard will not be built (needs Node >= 20.19)"
+    return 0
+  fi
+  node_version=$(node --version)
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'; then
+    echo "install-deps: node $node_version is older than 20.19: the dashboard will not be built"
+    return 0
+  fi
+  # Skip when node_modules already matches the lock file (npm writes this copy on install).
+  if cmp -s "$repo/dashboard/package-lock.json" "$repo/dashboard/node_modules/.package-lock.json" 2>/dev/null ||
+     [[ "$repo/dashboard/node_modules/.package-lock.json" -nt "$repo/dashboard/package-lock.json" ]]; then
+    echo "install-deps: dashboard npm packages already installed (node $node_version)"
+    return 0
+  fi
+  echo "install-deps: npm ci in dashboard/ (node $node_version)"
+  (cd "$repo/dashboard" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+# deploy/k8s/validate: kubernetes-models (the Kubernetes API's schemas) for the manifests'
+# validation test, pinned in its package-lock.json. Skipped like the dashboard without node.
+k8s_npm() {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/k8s/validate"
+  command -v npm >/dev/null || { echo "install-deps: npm not found: no k8s manifest validation"; return 0; }
+  if cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json" 2>/dev/null ||
+     [[ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]]; then
+    return 0
+  fi
+  echo "install-deps: npm ci in deploy/k8s/validate"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages already installed"
+  dashboard_npm
+  k8s_npm
   exit 0
 fi
 
@@ -38,3 +82,5 @@ echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+dashboard_npm
+k8s_npm

@@ -51,8 +51,14 @@ if [[ ${TLBFLEET_SKIP_DEPS:-0} != 1 ]]; then
 fi
 
 say "building (cmake --preset default; this takes several minutes the first time)"
-cmake --preset default -S "$repo" >/dev/null
+cmake --preset default -S "$repo" -DTLBFLEET_DASHBOARD=ON >/dev/null
 cmake --build "$repo/build" --target tlbfleet-controller tlbfleet-agent tlbfleet tlbfleet-bench
+# The web dashboard (build/dashboard/dist, served by the controller at /); needs node >= 20.19.
+if ninja -C "$repo/build" -t query dashboard >/dev/null 2>&1; then
+  cmake --build "$repo/build" --target dashboard
+else
+  say "no dashboard: it needs node >= 20.19 and npm (see deploy/install-deps.sh)"
+fi
 
 mkdir -p "$home/agent-state"
 if running controller; then
@@ -69,6 +75,23 @@ else
 $(tail -5 "$home/controller.log")"
 fi
 
+# A controller whose database holds no API token runs in development mode (loopback only,
+# nothing authenticated). Once someone has created a token, the local agent and this script
+# need tokens of their own: make them once, readable only by us.
+token_args=()
+if [[ -n $("$bin/tlbfleet-controller" token list --db "$home/fleet.db" --format json) ]]; then
+  for role in agent operator; do
+    if [[ ! -s $home/$role.token ]]; then
+      say "the database holds API tokens: creating a $role token for quickstart ($home/$role.token)"
+      (umask 077 && "$bin/tlbfleet-controller" token create --db "$home/fleet.db" --role "$role" \
+        --name "quickstart-$role-$(date +%s)" | tail -n 1 >"$home/$role.token")
+    fi
+  done
+  token_args=(--token-file "$home/agent.token")
+  TLBFLEET_TOKEN=$(cat "$home/operator.token")
+  export TLBFLEET_TOKEN
+fi
+
 if running agent; then
   say "agent already running (pid $(cat "$home/agent.pid")), reusing it"
 else
@@ -80,7 +103,7 @@ else
   fi
   say "starting local agent (state $home/agent-state, log $home/agent.log)"
   nohup "${launcher[@]}" "$bin/tlbfleet-agent" --controller "$controller_addr" \
-    --state-dir "$home/agent-state" --label quickstart=1 >>"$home/agent.log" 2>&1 &
+    --state-dir "$home/agent-state" --label quickstart=1 "${token_args[@]}" >>"$home/agent.log" 2>&1 &
   echo $! >"$home/agent.pid"
 fi
 
@@ -103,6 +126,7 @@ cat >&2 <<MSG
 Database:   $home/fleet.db  (sqlite3 $home/fleet.db 'SELECT * FROM samples LIMIT 5')
 Logs:       $home/controller.log, $home/agent.log
 Results:    TLBFLEET_CONTROLLER=$controller_addr $bin/tlbfleet results $run_id --format csv
+Dashboard:  http://127.0.0.1:$http_port/runs/$run_id  (development mode: loopback, no token yet)
 Daemons:    controller pid $(cat "$home/controller.pid"), agent pid $(cat "$home/agent.pid") — still running
 Stop them:  deploy/quickstart.sh stop
 MSG

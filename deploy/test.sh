@@ -7,6 +7,6 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 "$repo/deploy/install-deps.sh"
-cmake --preset default
+cmake --preset default -DTLBFLEET_DASHBOARD=ON
 cmake --build --preset default
 ctest --preset default -j2 --timeout 600 "$@"

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/kernel/ceiling.h"
+#include "agent/kernel/ceiling_lock.h"
 #include "common/files.h"
 #include "spdlog/spdlog.h"
 
@@ -29,6 +30,15 @@ absl::Status FsyncDir(const std::string& dir) {
   int err = errno;
   ::close(fd);
   return rc == 0 ? absl::OkStatus() : ErrnoStatus(err, absl::StrCat("fsync ", dir));
+}
+
+// The boot_id of a journal that does not parse as a whole, if its first line still says it.
+std::string SalvageBootId(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return "";
+  std::vector<std::string> f = absl::StrSplit(text->substr(0, text->find('\n')), ' ');
+  if (f.size() != 2 || f[0] != "boot_id" || f[1].empty()) return "";
+  return f[1];
 }
 
 }  // namespace
@@ -112,11 +122,22 @@ CeilingRecovery RecoverCeiling(const Sysroot& sysroot, const std::string& journa
   }
   if (!journal.ok()) {
     // Not knowing the original, writing anything would be a guess; keep it for a human.
-    r.outcome = CeilingRecovery::Outcome::kCorrupt;
     std::string aside = absl::StrCat(journal_path, ".corrupt");
     std::rename(journal_path.c_str(), aside.c_str());
     (void)FsyncDir(DirOf(journal_path));
-    r.detail = absl::StrCat(journal.status().message(), "; moved to ", aside);
+    // Its boot_id line may still be readable: a journal of an earlier boot is harmless
+    // whatever the rest says, because the reboot reset the tunable.
+    std::string salvaged = SalvageBootId(aside);
+    if (!salvaged.empty() && salvaged != boot_id) {
+      r.outcome = CeilingRecovery::Outcome::kEarlierBoot;
+      r.detail = absl::StrCat(journal.status().message(), "; moved to ", aside,
+                              "; it was written in boot ", salvaged, " (now ", boot_id,
+                              "), so the reboot reset the ceiling");
+      return r;
+    }
+    r.outcome = CeilingRecovery::Outcome::kCorrupt;
+    r.detail = absl::StrCat(journal.status().message(), "; moved to ", aside,
+                            "; the value this boot started with is unknown");
     return r;
   }
   r.journal = *journal;
@@ -126,6 +147,15 @@ CeilingRecovery RecoverCeiling(const Sysroot& sysroot, const std::string& journa
     r.detail = absl::StrCat("ceiling journal from boot ", journal->boot_id, " (now ", boot_id,
                             ") discarded: the reboot reset the ceiling", removed.ok() ? "" : "; ",
                             removed.ok() ? "" : removed.message());
+    return r;
+  }
+  // Exclusive, so that no other agent's job measures while the value goes back.
+  absl::StatusOr<std::unique_ptr<CeilingLock>> lock =
+      CeilingLock::Acquire(sysroot, CeilingLock::Mode::kExclusive, journal_path, boot_id);
+  if (!lock.ok()) {
+    r.outcome = CeilingRecovery::Outcome::kRestoreFailed;
+    r.detail = absl::StrCat("cannot restore the flush ceiling to ", journal->original,
+                            " after a crash: ", lock.status().message());
     return r;
   }
   absl::StatusOr<int64_t> back = WriteCeiling(sysroot, journal->original);
@@ -165,6 +195,12 @@ absl::StatusOr<int64_t> CeilingChanger::Apply(std::string_view spec_text) {
   // A journal of this boot means an earlier restore failed: its value, not the current one,
   // is what the boot started with.
   absl::StatusOr<CeilingJournal> journal = ReadCeilingJournal(journal_path_);
+  if (!journal.ok() && !absl::IsNotFound(journal.status())) {
+    // Journaling the current value now would record a possibly changed value as the boot's.
+    return absl::DataLossError(absl::StrCat("ceiling ", spec, " requested but ",
+                                            journal.status().message(),
+                                            ": the value this boot started with is unknown"));
+  }
   const bool journaled = journal.ok() && journal->boot_id == boot_id_;
   int64_t original = 0;
   if (journaled) {

@@ -40,9 +40,11 @@ struct CeilingRecovery {
   enum class Outcome {
     kNoJournal,      // first start, or every earlier change was undone
     kRestored,       // same boot: the agent died mid-job; the original value is back
-    kEarlierBoot,    // discarded: the reboot already reset the ceiling
-    kCorrupt,        // unreadable journal, moved aside to <path>.corrupt; nothing written
-    kRestoreFailed,  // same boot, but the write failed; the journal is kept for a retry
+    kEarlierBoot,    // discarded (or, if corrupt, moved aside): the reboot reset the ceiling
+    kCorrupt,        // unreadable journal of this (or an unknown) boot, moved aside to
+                     // <path>.corrupt; nothing written: the host is degraded (ceiling_health.h)
+    kRestoreFailed,  // same boot, but the write failed or the host's ceiling lock is held;
+                     // the journal is kept: the host is degraded
   };
   Outcome outcome = Outcome::kNoJournal;
   CeilingJournal journal;  // when one was read
@@ -67,8 +69,10 @@ class CeilingChanger {
   // journal's if this boot has one, else the current value; or a page count) and returns the
   // value read back. Fails before touching anything if the spec is invalid, the host cannot
   // write the ceiling (FAILED_PRECONDITION with the probe's reason) or the journal cannot be
-  // written. A write the kernel rejects fails with its errno text, and Restore() (or the
-  // destructor) puts the original back.
+  // written, and with DATA_LOSS when a journal exists but does not parse (the boot's value is
+  // unknown: the caller marks the host degraded). A write the kernel rejects, or a value
+  // that reads back different, fails with the kernel's answer, and Restore() (or the
+  // destructor) puts the original back. The caller holds the host's ceiling lock.
   absl::StatusOr<int64_t> Apply(std::string_view spec);
 
   // Writes the original value back, verifies it and removes the journal. OK when there is

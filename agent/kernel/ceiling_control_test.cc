@@ -137,6 +137,31 @@ TEST_F(CeilingControlTest, RecoveryMovesACorruptJournalAside) {
   EXPECT_EQ(Ceiling(), 33);
 }
 
+// Its first line still names another boot: the reboot reset the tunable, whatever the rest
+// said, so the host is not degraded.
+TEST_F(CeilingControlTest, CorruptJournalOfAnEarlierBootIsHarmless) {
+  ASSERT_TRUE(WriteFileAtomic(journal_, "boot_id boot-0\noriginal thirty-three\n").ok());
+  CeilingRecovery r = RecoverCeiling(root_, journal_, "boot-1");
+  EXPECT_EQ(r.outcome, CeilingRecovery::Outcome::kEarlierBoot) << r.detail;
+  EXPECT_NE(r.detail.find("written in boot boot-0"), std::string::npos) << r.detail;
+  EXPECT_FALSE(JournalExists());
+}
+
+TEST_F(CeilingControlTest, CorruptJournalOfThisBootLeavesTheValueUnknown) {
+  ASSERT_TRUE(WriteFileAtomic(journal_, "boot_id boot-1\noriginal thirty-three\n").ok());
+  CeilingRecovery r = RecoverCeiling(root_, journal_, "boot-1");
+  EXPECT_EQ(r.outcome, CeilingRecovery::Outcome::kCorrupt) << r.detail;
+  EXPECT_NE(r.detail.find("the value this boot started with is unknown"), std::string::npos);
+  // Afterwards, without a journal, Apply must not take the current value for the boot's:
+  // that is the caller's degraded marker's job (job_ceiling.h). Apply itself refuses a
+  // journal it cannot read:
+  ASSERT_TRUE(WriteFileAtomic(journal_, "garbage\n").ok());
+  CeilingChanger changer(root_, journal_, "boot-1");
+  absl::StatusOr<int64_t> applied = changer.Apply("default");
+  EXPECT_TRUE(absl::IsDataLoss(applied.status())) << applied.status();
+  EXPECT_EQ(*ReadFile(journal_), "garbage\n") << "a guess was journaled";
+}
+
 TEST_F(CeilingControlTest, RecoveryFailureKeepsTheJournal) {
   ASSERT_TRUE(WriteCeilingJournal(journal_, {"boot-1", 33}).ok());
   root_.FailWrite(kCeilingPath, EPERM);

@@ -222,6 +222,12 @@ std::optional<v1::CpuInfo> DecodeCpuid(const CpuidSource& cpuid) {
     DecodeIntelTlbs(cpuid, max_leaf, info);
   } else if (info.vendor() == "AuthenticAMD" || info.vendor() == "HygonGenuine") {
     DecodeAmdTlbs(cpuid, max_ext, info);
+    // AMD APM vol. 3, CPUID Fn8000_0008_EBX[3]: INVLPGB and TLBSYNC (Zen 3 and later).
+    if (max_ext >= 0x80000008) {
+      if (std::optional<CpuidRegs> r = cpuid.Query(0x80000008, 0)) {
+        info.set_invlpgb((r->ebx >> 3) & 1u);
+      }
+    }
   }
   info.set_microarch(MicroarchName(info.vendor(), info.family(), info.model(), info.stepping()));
   return info;

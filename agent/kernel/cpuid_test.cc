@@ -136,6 +136,17 @@ TEST(CpuidTest, Zen2InAVm) {
   EXPECT_TRUE(c.hypervisor());
 }
 
+// INVLPGB (AMD APM: Fn8000_0008_EBX[3]), constructed: the Zen 2 dump plus that leaf, once
+// with the bit and once without (Zen 2 has none; Zen 3 and later have it).
+TEST(CpuidTest, InvlpgbFromLeaf80000008) {
+  const std::string base = kZen2Vm;
+  EXPECT_FALSE(Decode(base.c_str()).invlpgb()) << "no leaf 0x80000008 recorded";
+  EXPECT_TRUE(
+      Decode((base + "0x80000008 0 00003030 00000008 00000000 00000000\n").c_str()).invlpgb());
+  EXPECT_FALSE(
+      Decode((base + "0x80000008 0 00003030 00000007 00000000 00000000\n").c_str()).invlpgb());
+}
+
 // Leaf 0x18 (constructed from the SDM's layout, not a recording): an L1 load-only TLB of
 // 64 entries (4 sets x 16 ways) and store-only of 16, and a unified L2 of 2048 (128 x 16).
 TEST(CpuidTest, Leaf18WhenLeaf2SaysSo) {

@@ -1,7 +1,11 @@
 #pragma once
 // Test helper (header-only, tests only): a Sysroot over a fresh temp directory, with
 // helpers to lay out files and to inject open(2) errors that a test running as root could
-// not produce with permission bits (root bypasses them; the kernel's lockdown does not).
+// not produce with permission bits (root bypasses them; the kernel's lockdown does not),
+// writes the kernel rejects, and writes whose read-back differs. Other writers (a workload
+// rewriting the ceiling, a second agent) are simulated by writing the files themselves:
+// two Sysroots (or two agents) over the same directory share one "host", including its
+// /run/tlbfleet-ceiling.lock.
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -63,11 +67,24 @@ class FakeSysroot : public Sysroot {
     write_failures_[std::string(abs_path)] = {err, std::move(only_text)};
   }
 
+  // Makes every later write of `written` to `abs_path` succeed but store `stored` instead, as
+  // a kernel that clamps or rounds a tunable would: the read-back then differs from the
+  // write. An empty `stored` removes the rule.
+  void StoreOnWrite(std::string_view abs_path, std::string written, std::string stored) {
+    if (stored.empty()) {
+      stored_instead_.erase({std::string(abs_path), written});
+    } else {
+      stored_instead_[{std::string(abs_path), std::move(written)}] = std::move(stored);
+    }
+  }
+
   int WriteText(std::string_view abs_path, std::string_view text) const override {
     auto it = write_failures_.find(std::string(abs_path));
     if (it != write_failures_.end() && (it->second.second.empty() || it->second.second == text)) {
       return it->second.first;
     }
+    auto stored = stored_instead_.find({std::string(abs_path), std::string(text)});
+    if (stored != stored_instead_.end()) return Sysroot::WriteText(abs_path, stored->second);
     return Sysroot::WriteText(abs_path, text);
   }
 
@@ -80,6 +97,7 @@ class FakeSysroot : public Sysroot {
  private:
   std::map<std::pair<std::string, int>, int> failures_;
   std::map<std::string, std::pair<int, std::string>> write_failures_;
+  std::map<std::pair<std::string, std::string>, std::string> stored_instead_;
 };
 
 }  // namespace tlbfleet::agent

@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/kernel/tracefs_api.h"
@@ -26,7 +29,21 @@ constexpr char kEvent[] = "tlb_flush";
 constexpr size_t kBufferKb = 2048;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 
+// The initial PID namespace's inode number (the kernel's PROC_PID_INIT_INO).
+constexpr char kInitialPidNamespace[] = "pid:[4026531836]";
+
 }  // namespace
+
+absl::Status CheckInitialPidNamespace() {
+  char link[64] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  if (n <= 0) return absl::OkStatus();  // no /proc/self/ns: an old kernel, one namespace
+  if (std::string(link, static_cast<size_t>(n)) == kInitialPidNamespace) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the agent runs in a PID namespace of its own (", std::string(link, static_cast<size_t>(n)),
+      "), but tracefs filters events by the host's pids, which it cannot see: run the agent in "
+      "the host's PID namespace (e.g. hostPID: true) to record a flush profile"));
+}
 
 std::string PagesBucket(int64_t pages) {
   if (pages < 0) return "-1";
@@ -48,9 +65,11 @@ const std::vector<std::string>& PagesBuckets() {
 }
 
 void FlushHistogram::Add(int64_t pages, int64_t reason) {
+  const std::string bucket = PagesBucket(pages);
   ++total;
   ++by_reason[reason];
-  ++by_pages[PagesBucket(pages)];
+  ++by_pages[bucket];
+  ++by_reason_pages[{reason, bucket}];
 }
 
 std::vector<v1::Sample> FlushHistogram::ToSamples() const {
@@ -71,8 +90,53 @@ std::vector<v1::Sample> FlushHistogram::ToSamples() const {
           MonitorSample(kMetric, absl::StrCat("pages=", bucket), static_cast<double>(n), kUnit));
     }
   }
+  for (const auto& [reason, n] : by_reason) {
+    for (const std::string& bucket : PagesBuckets()) {
+      auto it = by_reason_pages.find({reason, bucket});
+      if (it == by_reason_pages.end() || it->second == 0) continue;
+      out.push_back(MonitorSample(kMetric, absl::StrCat("reason=", reason, ",pages=", bucket),
+                                  static_cast<double>(it->second), kUnit));
+    }
+  }
   out.push_back(MonitorSample("tlb_flush_lost", "", static_cast<double>(lost), kUnit));
   return out;
+}
+
+absl::Status CheckLostEvents(const FlushHistogram& h) {
+  const double all = static_cast<double>(h.total + h.lost);
+  if (h.lost == 0 || static_cast<double>(h.lost) <= kMaxLostFraction * all) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrFormat("the ring buffer lost %u of %u tlb_flush events (%.1f %%, above the %.0f %% "
+                      "limit): the profile would describe only what it kept",
+                      h.lost, h.total + h.lost, 100.0 * static_cast<double>(h.lost) / all,
+                      100.0 * kMaxLostFraction));
+}
+
+std::vector<v1::Sample> FlushProfile::ToSamples() const {
+  std::vector<v1::Sample> out = histogram.ToSamples();
+  if (cost_unavailable.empty()) {
+    for (v1::Sample& s : cost.ToSamples(cost_unit)) out.push_back(std::move(s));
+  } else {
+    out.push_back(MonitorSample("tlb_flush_cost_unavailable", cost_unavailable, 1, "flag"));
+  }
+  if (invlpgb_in_use) out.push_back(MonitorSample("tlb_flush_invlpgb", "", 1, "flag"));
+  return out;
+}
+
+bool CpuinfoHasFlag(std::string_view cpuinfo, std::string_view flag) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(cpuinfo.data(), cpuinfo.size()), '\n')) {
+    size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    if (absl::StripAsciiWhitespace(line.substr(0, colon)) != "flags") continue;
+    for (absl::string_view f : absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty())) {
+      if (f == absl::string_view(flag.data(), flag.size())) return true;
+    }
+    return false;  // the first processor's line decides
+  }
+  return false;
 }
 
 absl::StatusOr<FlushEvent> ParseFlushRecord(tep_event* event, tep_record* record) {
@@ -122,16 +186,19 @@ int CleanStaleTraceInstances() {
     if (tracefs_instance_destroy(inst) == 0) ++removed;
     tracefs_instance_free(inst);
   }
+  CleanStaleFlushProbes();  // only once no instance of a dead agent uses them
   return removed;
 }
 
 class FlushProfileRecorder::Impl {
  public:
+  explicit Impl(Options options) : options_(options) {}
   ~Impl() {
     StopReader();
     if (instance_ != nullptr) {
-      tracefs_event_disable(instance_, kSystem, kEvent);
       tracefs_trace_off(instance_);
+      tracefs_event_disable(instance_, nullptr, nullptr);
+      probes_.reset();  // before the instance: the probes cannot go while it uses them
       tracefs_instance_destroy(instance_);
       tracefs_instance_free(instance_);
     }
@@ -140,12 +207,33 @@ class FlushProfileRecorder::Impl {
 
   absl::Status Start() {
     static std::atomic<int> counter{0};
-    name_ = absl::StrCat(kTraceInstancePrefix, ::getpid(), "-", counter.fetch_add(1));
+    const int n = counter.fetch_add(1);
+    name_ = absl::StrCat(kTraceInstancePrefix, ::getpid(), "-", n);
     const char* dir = tracefs_tracing_dir();
     if (dir == nullptr) return absl::UnavailableError("tracefs is not mounted and cannot be");
     CleanStaleTraceInstances();
-    const char* systems[] = {kSystem, nullptr};
-    tep_ = tracefs_local_events_system(dir, systems);
+    instance_ = tracefs_instance_create(name_.c_str());
+    if (instance_ == nullptr) {
+      return absl::UnavailableError(absl::StrCat("cannot create tracefs instance ", name_, " in ",
+                                                 dir, ": ", std::strerror(errno)));
+    }
+    // A new instance records at once; nothing may go in before the workload is followed.
+    if (tracefs_trace_off(instance_) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot stop tracing in instance ", name_, ": ", std::strerror(errno)));
+    }
+    if (tracefs_instance_set_buffer_size(instance_, kBufferKb, -1) != 0) {
+      return absl::UnavailableError(absl::StrCat("cannot give instance ", name_, " a ", kBufferKb,
+                                                 " KiB buffer per CPU: ", std::strerror(errno)));
+    }
+    if (options_.time_calls) {
+      probes_ = FlushCostProbes::Create(instance_, absl::StrCat("tlbfleet_", ::getpid(), "_", n));
+    }
+    // After the probes exist, so that their formats load too.
+    std::vector<const char*> systems = {kSystem};
+    if (probes_ != nullptr && probes_->available()) systems.push_back(probes_->group().c_str());
+    systems.push_back(nullptr);
+    tep_ = tracefs_local_events_system(dir, systems.data());
     if (tep_ == nullptr) {
       return absl::UnavailableError(absl::StrCat("cannot load tracepoint formats from ", dir));
     }
@@ -154,36 +242,66 @@ class FlushProfileRecorder::Impl {
       return absl::UnavailableError(absl::StrCat("tracepoint tlb:tlb_flush not found under ", dir,
                                                  " (kernel without it, or not x86)"));
     }
-    instance_ = tracefs_instance_create(name_.c_str());
-    if (instance_ == nullptr) {
-      return absl::UnavailableError(absl::StrCat("cannot create tracefs instance ", name_, " in ",
-                                                 dir, ": ", std::strerror(errno)));
-    }
-    tracefs_instance_set_buffer_size(instance_, kBufferKb, -1);
     if (tracefs_event_enable(instance_, kSystem, kEvent) != 0) {
       return absl::UnavailableError(absl::StrCat("cannot enable tlb:tlb_flush in instance ", name_,
                                                  ": ", std::strerror(errno)));
     }
-    tracefs_trace_on(instance_);
+    if (probes_ != nullptr && probes_->available()) {
+      enter_ = tep_find_event_by_name(tep_, probes_->group().c_str(), "flush_enter");
+      exit_ = tep_find_event_by_name(tep_, probes_->group().c_str(), "flush_exit");
+      if (enter_ == nullptr || exit_ == nullptr) {
+        probes_.reset();
+        cost_unavailable_ = "the cost probes were created but their formats did not load";
+      } else {
+        (void)probes_->Enable();  // a failure makes them unavailable, with the reason
+      }
+    }
+    if (probes_ != nullptr && !probes_->available()) cost_unavailable_ = probes_->why();
+    if (!options_.time_calls) cost_unavailable_ = "not asked for";
+    return absl::OkStatus();
+  }
+
+  absl::Status FollowProcess(pid_t pid) {
+    if (instance_ == nullptr) return absl::FailedPreconditionError("not started");
+    if (absl::Status s = CheckInitialPidNamespace(); !s.ok()) return s;
+    if (tracefs_instance_file_write(instance_, "set_event_pid", absl::StrCat(pid).c_str()) <= 0) {
+      return absl::UnavailableError(absl::StrCat("cannot restrict instance ", name_, " to pid ",
+                                                 pid, " (set_event_pid): ", std::strerror(errno)));
+    }
+    if (tracefs_instance_file_write(instance_, "options/event-fork", "1") <= 0) {
+      return absl::UnavailableError(absl::StrCat("cannot follow the children of pid ", pid,
+                                                 " (options/event-fork): ", std::strerror(errno)));
+    }
+    if (tracefs_trace_on(instance_) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot start tracing in instance ", name_, ": ", std::strerror(errno)));
+    }
+    following_ = true;
     reader_ = std::thread([this] { ReaderLoop(); });
     return absl::OkStatus();
   }
 
-  absl::StatusOr<FlushHistogram> Stop() {
+  absl::StatusOr<FlushProfile> Stop() {
     if (instance_ == nullptr) return absl::FailedPreconditionError("not recording");
-    tracefs_event_disable(instance_, kSystem, kEvent);
-    StopReader();
-    Drain();  // what arrived between the reader's last pass and the disable
+    if (!following_) return absl::FailedPreconditionError("no process was followed");
     tracefs_trace_off(instance_);
+    tracefs_event_disable(instance_, nullptr, nullptr);
+    StopReader();
+    Drain();  // what arrived between the reader's last pass and the stop
     for (int cpu = 0;; ++cpu) {
       std::string file = absl::StrCat("per_cpu/cpu", cpu, "/stats");
       char* text = tracefs_instance_file_read(instance_, file.c_str(), nullptr);
       if (text == nullptr) break;
-      histogram_.lost += LostEventsFromStats(text);
+      profile_.histogram.lost += LostEventsFromStats(text);
       std::free(text);
     }
     if (!parse_error_.empty()) return absl::InternalError(parse_error_);
-    return histogram_;
+    if (probes_ != nullptr && probes_->available()) {
+      profile_.cost_unit = probes_->unit();
+    } else {
+      profile_.cost_unavailable = cost_unavailable_.empty() ? "unknown" : cost_unavailable_;
+    }
+    return profile_;
   }
 
   const std::string& name() const { return name_; }
@@ -191,13 +309,26 @@ class FlushProfileRecorder::Impl {
  private:
   static int OnRecord(tep_event* event, tep_record* record, int cpu, void* ctx) {
     auto* self = static_cast<Impl*>(ctx);
-    if (event == nullptr || event->id != self->event_->id) return 0;
-    absl::StatusOr<FlushEvent> e = ParseFlushRecord(event, record);
-    if (!e.ok()) {
-      self->parse_error_ = std::string(e.status().message());
-      return 0;
+    if (event == nullptr) return 0;
+    const int tid = tep_data_pid(self->tep_, record);
+    if (event->id == self->event_->id) {
+      absl::StatusOr<FlushEvent> e = ParseFlushRecord(event, record);
+      if (!e.ok()) {
+        self->parse_error_ = std::string(e.status().message());
+        return 0;
+      }
+      self->profile_.histogram.Add(e->pages, e->reason);
+      self->profile_.cost.TlbFlush(tid, e->pages, e->reason);
+    } else if (self->enter_ != nullptr && event->id == self->enter_->id) {
+      unsigned long long start = 0, end = 0, shift = 0;
+      tep_get_field_val(nullptr, event, "start", record, &start, 0);
+      tep_get_field_val(nullptr, event, "end", record, &end, 0);
+      tep_get_field_val(nullptr, event, "shift", record, &shift, 0);
+      self->profile_.cost.Enter(tid, record->ts,
+                                RequestedPages(start, end, static_cast<uint32_t>(shift)));
+    } else if (self->exit_ != nullptr && event->id == self->exit_->id) {
+      self->profile_.cost.Exit(tid, record->ts);
     }
-    self->histogram_.Add(e->pages, e->reason);
     return 0;
   }
 
@@ -219,17 +350,25 @@ class FlushProfileRecorder::Impl {
       stop_ = true;
       cv_.SignalAll();
     }
-    if (instance_ != nullptr) tracefs_iterate_stop(instance_);
+    // No tracefs_iterate_stop(): it ends a pass in the middle of a page that has already been
+    // consumed from trace_pipe_raw, and the rest of that page's events would be lost. A pass
+    // returns by itself once the buffer is empty.
     if (reader_.joinable()) reader_.join();
   }
 
+  const Options options_;
   std::string name_;
   tep_handle* tep_ = nullptr;
   tep_event* event_ = nullptr;
+  tep_event* enter_ = nullptr;
+  tep_event* exit_ = nullptr;
   tracefs_instance* instance_ = nullptr;
+  std::unique_ptr<FlushCostProbes> probes_;
+  std::string cost_unavailable_;
+  bool following_ = false;
   std::thread reader_;
   // Written by the reader thread until it is joined, then by Stop().
-  FlushHistogram histogram_;
+  FlushProfile profile_;
   std::string parse_error_;
   absl::Mutex mu_;
   absl::CondVar cv_;
@@ -239,19 +378,21 @@ class FlushProfileRecorder::Impl {
 FlushProfileRecorder::FlushProfileRecorder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 FlushProfileRecorder::~FlushProfileRecorder() = default;
 
-absl::StatusOr<std::unique_ptr<FlushProfileRecorder>> FlushProfileRecorder::Start() {
-  auto impl = std::make_unique<Impl>();
+absl::StatusOr<std::unique_ptr<FlushProfileRecorder>> FlushProfileRecorder::Start(Options options) {
+  auto impl = std::make_unique<Impl>(options);
   if (absl::Status s = impl->Start(); !s.ok()) return s;
   return std::unique_ptr<FlushProfileRecorder>(new FlushProfileRecorder(std::move(impl)));
 }
 
-absl::StatusOr<FlushHistogram> FlushProfileRecorder::Stop() { return impl_->Stop(); }
+absl::Status FlushProfileRecorder::FollowProcess(pid_t pid) { return impl_->FollowProcess(pid); }
+absl::StatusOr<FlushProfile> FlushProfileRecorder::Stop() { return impl_->Stop(); }
 const std::string& FlushProfileRecorder::instance_name() const { return impl_->name(); }
 
 namespace {
 
 class FlushProfileMonitor : public Monitor {
  public:
+  explicit FlushProfileMonitor(const Sysroot& sysroot) : sysroot_(sysroot) {}
   std::string_view name() const override { return kFlushProfileMonitor; }
   absl::Status Start() override {
     absl::StatusOr<std::unique_ptr<FlushProfileRecorder>> r = FlushProfileRecorder::Start();
@@ -261,27 +402,48 @@ class FlushProfileMonitor : public Monitor {
     recorder_ = *std::move(r);
     return absl::OkStatus();
   }
+  void OnChildForked(pid_t pid) override {
+    if (recorder_ == nullptr) return;
+    follow_error_ = recorder_->FollowProcess(pid);
+  }
   absl::Status Stop(MonitorOutput* out) override {
     if (recorder_ == nullptr) return absl::FailedPreconditionError("flush_profile: not started");
-    absl::StatusOr<FlushHistogram> h = recorder_->Stop();
-    recorder_.reset();  // removes the instance
-    if (!h.ok()) return h.status();
-    for (v1::Sample& s : h->ToSamples()) out->samples.push_back(std::move(s));
-    if (h->lost > 0) {
-      out->notes.push_back(
-          absl::StrCat("flush_profile: ", h->lost, " tlb_flush events lost (ring buffer full)"));
+    if (!follow_error_.ok()) {
+      recorder_.reset();
+      return follow_error_;
     }
-    return absl::OkStatus();
+    absl::StatusOr<FlushProfile> p = recorder_->Stop();
+    recorder_.reset();  // removes the instance and the probes
+    if (!p.ok()) return p.status();
+    absl::StatusOr<std::string> cpuinfo = sysroot_.Read("/proc/cpuinfo");
+    p->invlpgb_in_use = cpuinfo.ok() && CpuinfoHasFlag(*cpuinfo, "invlpgb");
+    for (v1::Sample& s : p->ToSamples()) out->samples.push_back(std::move(s));
+    const FlushHistogram& h = p->histogram;
+    if (h.lost > 0) {
+      out->notes.push_back(absl::StrCat("flush_profile: ", h.lost, " of ", h.total + h.lost,
+                                        " tlb_flush events lost (ring buffer full)"));
+    }
+    if (p->invlpgb_in_use) {
+      out->notes.push_back(
+          "flush_profile: this kernel may flush by INVLPGB broadcast (cpuinfo flag invlpgb), "
+          "which bypasses the tlb:tlb_flush tracepoint: the counts are incomplete");
+    }
+    if (!p->cost_unavailable.empty()) {
+      out->notes.push_back(absl::StrCat("flush_profile: no cost per flush: ", p->cost_unavailable));
+    }
+    return CheckLostEvents(h);
   }
 
  private:
+  const Sysroot& sysroot_;
   std::unique_ptr<FlushProfileRecorder> recorder_;
+  absl::Status follow_error_;
 };
 
 }  // namespace
 
-std::unique_ptr<Monitor> NewFlushProfileMonitor(const Sysroot&) {
-  return std::make_unique<FlushProfileMonitor>();
+std::unique_ptr<Monitor> NewFlushProfileMonitor(const Sysroot& sysroot) {
+  return std::make_unique<FlushProfileMonitor>(sysroot);
 }
 
 }  // namespace tlbfleet::agent

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/kernel/ceiling.h"
+#include "agent/kernel/flush_profile.h"
 #include "agent/kernel/microarch.h"
 #include "agent/kernel/topology.h"
 #include "common/files.h"
@@ -68,6 +69,7 @@ void MergeCpuid(const v1::CpuInfo& c, v1::CpuInfo& cpu) {
   cpu.set_pcid(c.pcid());
   cpu.set_invpcid(c.invpcid());
   cpu.set_hypervisor(c.hypervisor());
+  cpu.set_invlpgb(c.invlpgb());
   cpu.set_from_cpuid(true);
 }
 
@@ -102,6 +104,8 @@ absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
   }
   *host.mutable_cpu() = cpu->cpu;
   host.set_logical_cpus(cpu->logical_cpus);
+  // Listed only by kernels that know the instruction (6.15+) and have not disabled it.
+  host.mutable_cpu()->set_invlpgb_in_use(CpuinfoHasFlag(*cpuinfo, "invlpgb"));
   if (cpuid != nullptr) {
     if (std::optional<v1::CpuInfo> decoded = DecodeCpuid(*cpuid)) {
       MergeCpuid(*decoded, *host.mutable_cpu());

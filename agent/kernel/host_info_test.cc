@@ -96,6 +96,19 @@ TEST(HostInfoTest, AmdZen3CountsEveryProcessor) {
   EXPECT_EQ(host->logical_cpus(), 4u);
   EXPECT_FALSE(host->ceiling().readable());
   EXPECT_EQ(host->ceiling().reason(), "debugfs not mounted");
+  EXPECT_FALSE(host->cpu().invlpgb_in_use());
+}
+
+// A 6.15+ kernel on Zen 3+ lists "invlpgb": its flush profiles miss broadcast flushes.
+TEST(HostInfoTest, KernelUsingInvlpgbIsReported) {
+  TempDir dir;
+  FakeSysroot root(dir);
+  LayOutHost(root,
+             "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+             "model\t\t: 33\nflags\t\t: fpu vme invlpgb tlbsync\n");
+  absl::StatusOr<v1::HostInfo> host = CollectHostInfo(root, {});
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_TRUE(host->cpu().invlpgb_in_use());
 }
 
 TEST(HostInfoTest, MachineIdIsOptional) {

@@ -18,6 +18,10 @@ int tracefs_instance_destroy(struct tracefs_instance* instance);
 void tracefs_instance_free(struct tracefs_instance* instance);
 int tracefs_instance_set_buffer_size(struct tracefs_instance* instance, size_t size, int cpu);
 char* tracefs_instance_file_read(struct tracefs_instance* instance, const char* file, int* psize);
+int tracefs_instance_file_write(struct tracefs_instance* instance, const char* file,
+                                const char* str);
+int tracefs_instance_file_append(struct tracefs_instance* instance, const char* file,
+                                 const char* str);
 int tracefs_trace_on(struct tracefs_instance* instance);
 int tracefs_trace_off(struct tracefs_instance* instance);
 int tracefs_event_enable(struct tracefs_instance* instance, const char* system, const char* event);

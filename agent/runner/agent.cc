@@ -13,14 +13,18 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/kernel/ceiling_control.h"
+#include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/flush_profile.h"
 #include "agent/kernel/host_info.h"
 #include "agent/kernel/mounts.h"
 #include "agent/kernel/reboot.h"
 #include "agent/runner/agent_id.h"
+#include "agent/runner/assignment_check.h"
 #include "agent/runner/backoff.h"
 #include "agent/runner/paths.h"
 #include "agent/runner/spool.h"
+#include "agent/runner/state_lock.h"
+#include "common/grpc_keepalive.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "tlbfleet/v1/agent.grpc.pb.h"
@@ -33,8 +37,11 @@ using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>
 // Keeps each SampleBatch far below gRPC's default 4 MiB message limit.
 constexpr int kSamplesPerBatch = 1000;
 
+// Escaped: these come from the controller, and a refused assignment is logged too.
 std::string Ids(const v1::JobAssignment& a) {
-  return absl::StrCat("run=", a.run_id(), " job=", a.job_id(), " lease=", a.lease_id());
+  return absl::StrCat(
+      "run=", paths::ValidLeaseId(a.run_id()) ? a.run_id() : Shown(a.run_id()), " job=", a.job_id(),
+      " lease=", paths::ValidLeaseId(a.lease_id()) ? a.lease_id() : Shown(a.lease_id()));
 }
 
 // "SUCCEEDED" rather than "JOB_STATUS_SUCCEEDED", for log lines.
@@ -43,26 +50,39 @@ std::string StatusName(v1::JobStatus status) {
   return name.rfind("JOB_STATUS_", 0) == 0 ? name.substr(11) : name;
 }
 
-v1::SpooledJob FailedRecord(const v1::JobAssignment& a, std::string error) {
+v1::SpooledJob FailedRecord(const v1::JobAssignment& a, std::string error,
+                            v1::JobStatus status = v1::JOB_STATUS_FAILED) {
   v1::SpooledJob record;
   *record.mutable_assignment() = a;
   v1::JobComplete* c = record.mutable_complete();
   c->set_lease_id(a.lease_id());
   c->set_job_id(a.job_id());
-  c->set_status(v1::JOB_STATUS_FAILED);
+  c->set_status(status);
   c->set_error(std::move(error));
   return record;
+}
+
+// Not started for a reason of the agent's own (busy, rebooting, stopping): the controller
+// re-queues the job instead of failing its run.
+v1::SpooledJob RefusedRecord(const v1::JobAssignment& a, std::string why) {
+  return FailedRecord(a, std::move(why), v1::JOB_STATUS_REFUSED);
 }
 
 }  // namespace
 
 class Agent::Impl {
  public:
-  Impl(AgentOptions options, std::string agent_id, Spool spool)
+  Impl(AgentOptions options, std::string agent_id, Spool spool, StateDirLock lock,
+       BootEntries boot_entries)
       : options_(std::move(options)),
         agent_id_(std::move(agent_id)),
         spool_(std::move(spool)),
-        backoff_(options_.initial_backoff_seconds, options_.max_backoff_seconds) {}
+        lock_(std::move(lock)),
+        boot_entries_(std::move(boot_entries)),
+        backoff_(options_.initial_backoff_seconds, options_.max_backoff_seconds) {
+    policy_.workloads = options_.workloads;
+    policy_.peer_networks = options_.peer_networks;
+  }
 
   ~Impl() {
     std::unique_ptr<Job> job;
@@ -82,6 +102,26 @@ class Agent::Impl {
     return state_;
   }
   const std::string& agent_id() const { return agent_id_; }
+  AgentStatus status() const {
+    AgentStatus status;
+    {
+      absl::MutexLock lock(&mu_);
+      status.connected = connected_;
+      status.job_running = JobRunningLocked();
+      status.last_exit_status = last_exit_status_;
+      status.reconnects = reconnects_;
+      if (host_.ceiling_degraded())
+        status.ceiling_degraded_reason = host_.ceiling_degraded_reason();
+    }
+    Spool::Usage usage = spool_.GetUsage();
+    status.spool_records = usage.records;
+    status.spool_bytes = usage.bytes;
+    return status;
+  }
+  std::string ceiling_degraded_reason() const {
+    absl::MutexLock lock(&mu_);
+    return host_.ceiling_degraded() ? host_.ceiling_degraded_reason() : "";
+  }
 
  private:
   // The current (or last) job. Owned by job_; its thread is joined before it is replaced.
@@ -99,8 +139,9 @@ class Agent::Impl {
   void OnAssignment(const v1::JobAssignment& assignment);
   void OnCancel(const v1::CancelJob& cancel);
   void OnReboot(const v1::RebootRequest& request);
-  // The reboot thread: waits for the spool to drain, then runs the reboot command.
-  void Reboot(const std::string& reason);
+  // The reboot thread: waits for the spool to drain, selects `boot_entry` (if any), then runs
+  // the reboot command.
+  void Reboot(const std::string& reason, const std::string& boot_entry);
   // A note to the controller that belongs to no lease (a failed reboot).
   void SendNote(const std::string& text);
   void SenderLoop(grpc::ClientContext* ctx);
@@ -111,6 +152,9 @@ class Agent::Impl {
   // so a controller that reacts to the completion finds the agent idle.
   void FinishJob(const v1::SpooledJob& record, Job* job);
   void DropLease(const std::string& lease_id, const std::string& why);
+  // True when the degraded-ceiling marker (ceiling_health.h) disagrees with the HostInfo the
+  // controller has; the agent then reconnects, so its Hello carries the current state.
+  bool CeilingHealthChanged();
   void UpdateStateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool JobRunningLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return job_ != nullptr && !job_->done;
@@ -119,7 +163,10 @@ class Agent::Impl {
   const AgentOptions options_;
   const std::string agent_id_;
   const Spool spool_;
-  Backoff backoff_;  // used by Run() only
+  const StateDirLock lock_;  // held for the agent's life: one agent per state directory
+  const BootEntries boot_entries_;
+  AssignmentPolicy policy_;  // fixed after construction
+  Backoff backoff_;          // used by Run() only
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;  // signalled on any change below
@@ -136,6 +183,8 @@ class Agent::Impl {
   // Records whose spool write failed (disk full?): sent from memory, lost on a crash.
   std::map<std::string, v1::SpooledJob> unspooled_ ABSL_GUARDED_BY(mu_);
   bool rebooting_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<int> last_exit_status_ ABSL_GUARDED_BY(mu_);  // AgentStatus
+  uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread reboot_thread_;  // started and joined by the stream reader and the destructor
 
   // --- guarded by write_mu_: gRPC allows one writer at a time ---
@@ -174,11 +223,14 @@ void Agent::Impl::UpdateStateLocked() {
 
 absl::Status Agent::Impl::Run() {
   int attempt = 0;
+  bool first_attempt = true;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
       UpdateStateLocked();
+      if (!first_attempt) ++reconnects_;
+      first_attempt = false;
     }
     ++attempt;
     spdlog::info("connecting to {} (attempt {}) agent={}", options_.controller, attempt, agent_id_);
@@ -233,14 +285,23 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
   absl::StatusOr<v1::HostInfo> host =
       CollectHostInfo(*options_.sysroot, options_.labels, options_.cpuid);
   if (!host.ok()) return host.status();
-  host->set_can_reboot(!options_.reboot_command.empty());
+  ApplyCeilingHealth(
+      ReadCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir), host->boot_id()), *host);
+  host->set_can_reboot(boot_entries_.CanReboot(options_.reboot_command));
+  boot_entries_.Describe(&*host);
   host->set_netserver(options_.netserver);
   // A new channel per attempt, so each attempt really dials instead of waiting out gRPC's
   // own reconnect backoff inside an old channel.
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(options_.controller, grpc::InsecureChannelCredentials());
+  // Keepalive pings notice a half-open stream within kHalfOpenDetectionMs (grpc_keepalive.h).
+  grpc::ChannelArguments args;
+  SetAgentKeepalive(args);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
+      MakeChannel(options_.controller, options_.tls, args);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<grpc::Channel> channel = *std::move(made);
   std::unique_ptr<v1::AgentService::Stub> stub = v1::AgentService::NewStub(channel);
   grpc::ClientContext ctx;
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("stopping");
@@ -260,6 +321,12 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
   hello->set_agent_id(agent_id_);
   *hello->mutable_host() = *host;
   for (const std::string& w : options_.workloads) hello->add_capabilities("workload:" + w);
+  {
+    // Read before the spool is listed: a job that ends in between is then spooled (it is
+    // spooled before it counts as done), so each lease is in one list or the other.
+    absl::MutexLock lock(&mu_);
+    if (JobRunningLocked()) hello->set_running_lease_id(job_->assignment.lease_id());
+  }
   std::set<std::string> spooled_ids;
   for (const v1::SpooledLease& lease : Spool::Summarize(spool_.LoadAll())) {
     spooled_ids.insert(lease.lease_id());
@@ -346,10 +413,17 @@ void Agent::Impl::SenderLoop(grpc::ClientContext* ctx) {
     if (absl::Now() >= next_heartbeat && !replaying) {
       v1::AgentMessage message;
       v1::Heartbeat* heartbeat = message.mutable_heartbeat();
-      heartbeat->set_state(JobRunningLocked() ? v1::AGENT_STATE_RUNNING : v1::AGENT_STATE_IDLE);
+      heartbeat->set_state(JobRunningLocked() ? v1::AGENT_STATE_RUNNING
+                           : rebooting_       ? v1::AGENT_STATE_REBOOTING
+                                              : v1::AGENT_STATE_IDLE);
       if (JobRunningLocked()) heartbeat->set_lease_id(job_->assignment.lease_id());
       next_heartbeat = absl::Now() + absl::Seconds(heartbeat_seconds_);
       mu_.Unlock();
+      if (CeilingHealthChanged()) {  // an operator cleared it: say so in a fresh Hello
+        ctx->TryCancel();
+        mu_.Lock();
+        return;
+      }
       ok = Send(message);
       mu_.Lock();
     } else if (!unsent_.empty()) {
@@ -439,22 +513,28 @@ void Agent::Impl::OnWelcome(const v1::Welcome& welcome) {
 }
 
 void Agent::Impl::OnAssignment(const v1::JobAssignment& a) {
-  std::string param =
-      a.param_name().empty() ? "" : absl::StrCat(" ", a.param_name(), "=", a.param_value());
-  // A netperf job the controller gave a peer: which netserver it dials.
-  std::string peer;
-  if (!a.peer_host().empty()) {
-    auto server = a.params().find("server");
-    auto port = a.params().find("port");
-    peer = absl::StrCat(" peer=", a.peer_host(), " (",
-                        server == a.params().end() ? "?" : server->second, " port ",
-                        port == a.params().end() ? "?" : port->second, ")");
+  // Checked before anything else, even before it is logged: its strings come from the wire.
+  const absl::Status checked =
+      options_.check_assignments ? CheckAssignment(a, policy_) : absl::OkStatus();
+  if (checked.ok()) {
+    std::string param =
+        a.param_name().empty() ? "" : absl::StrCat(" ", a.param_name(), "=", a.param_value());
+    // A netperf job the controller gave a peer: which netserver it dials.
+    std::string peer;
+    if (!a.peer_host().empty()) {
+      auto server = a.params().find("server");
+      auto port = a.params().find("port");
+      peer = absl::StrCat(" peer=", a.peer_host(), " (",
+                          server == a.params().end() ? "?" : server->second, " port ",
+                          port == a.params().end() ? "?" : port->second, ")");
+    }
+    spdlog::info("assignment {} arm={}{} iteration={} ceiling='{}' timeout={}s{} {}", a.benchmark(),
+                 a.arm(), param, a.iteration(), a.ceiling(), a.timeout_seconds(), peer, Ids(a));
   }
-  spdlog::info("assignment {} arm={}{} iteration={} ceiling='{}' timeout={}s{} {}", a.benchmark(),
-               a.arm(), param, a.iteration(), a.ceiling(), a.timeout_seconds(), peer, Ids(a));
   if (!paths::ValidLeaseId(a.lease_id())) {
     // Cannot be spooled under that name; answer at once.
-    std::string error = absl::StrCat("lease id '", a.lease_id(), "' is not usable by the agent");
+    std::string error =
+        absl::StrCat("lease id ", Shown(a.lease_id()), " is not usable by the agent");
     spdlog::error("{} {}", error, Ids(a));
     v1::AgentMessage message;
     *message.mutable_complete() = FailedRecord(a, error).complete();
@@ -475,17 +555,23 @@ void Agent::Impl::OnAssignment(const v1::JobAssignment& a) {
       cv_.SignalAll();
       return;
     }
-    const auto& known = options_.workloads;
-    if (stopping_) {
-      refusal = FailedRecord(a, "agent is shutting down");
+    if (!checked.ok()) {
+      refusal = FailedRecord(a, absl::StrCat("assignment refused: ", checked.message()));
+    } else if (stopping_) {
+      refusal = RefusedRecord(a, "agent is shutting down");
+    } else if (rebooting_) {
+      refusal = RefusedRecord(a, "agent is rebooting");
     } else if (JobRunningLocked()) {
       refusal =
-          FailedRecord(a, absl::StrCat("agent is busy with lease ", job_->assignment.lease_id()));
-    } else if (!known.empty() &&
-               std::find(known.begin(), known.end(), a.benchmark()) == known.end()) {
+          RefusedRecord(a, absl::StrCat("agent is busy with lease ", job_->assignment.lease_id()));
+    } else if (!options_.workloads.empty() &&
+               std::find(options_.workloads.begin(), options_.workloads.end(), a.benchmark()) ==
+                   options_.workloads.end()) {
       refusal = FailedRecord(
           a, absl::StrCat("workload '", a.benchmark(), "' is not in this agent's catalogue (",
-                          absl::StrJoin(known, ", "), ")"));
+                          absl::StrJoin(options_.workloads, ", "), ")"));
+    } else if (std::optional<std::string> wrong_boot = boot_entries_.CheckJob(a, host_)) {
+      refusal = FailedRecord(a, *wrong_boot);
     } else {
       previous = std::move(job_);
       job_ = std::make_unique<Job>();
@@ -519,10 +605,11 @@ void Agent::Impl::SendNote(const std::string& text) {
 }
 
 void Agent::Impl::OnReboot(const v1::RebootRequest& request) {
-  if (options_.reboot_command.empty()) {
-    spdlog::warn("controller asked for a reboot ({}), but this agent has no --reboot-command",
-                 request.reason());
-    SendNote("this agent has no --reboot-command");
+  if (absl::Status s = boot_entries_.CheckRebootable(request.boot_entry(), options_.reboot_command);
+      !s.ok()) {
+    spdlog::warn("controller asked for a reboot ({}), but {}", request.reason(),
+                 std::string(s.message()));
+    SendNote(std::string(s.message()));
     return;
   }
   {
@@ -540,10 +627,10 @@ void Agent::Impl::OnReboot(const v1::RebootRequest& request) {
     rebooting_ = true;
   }
   if (reboot_thread_.joinable()) reboot_thread_.join();  // a previous, failed attempt
-  reboot_thread_ = std::thread(&Impl::Reboot, this, request.reason());
+  reboot_thread_ = std::thread(&Impl::Reboot, this, request.reason(), request.boot_entry());
 }
 
-void Agent::Impl::Reboot(const std::string& reason) {
+void Agent::Impl::Reboot(const std::string& reason, const std::string& boot_entry) {
   // Results not yet acked would survive on a disk spool, but not in a tmpfs (a microVM's
   // initramfs): give the controller time to ack them first.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
@@ -564,9 +651,28 @@ void Agent::Impl::Reboot(const std::string& reason) {
     spdlog::warn("rebooting with {} result(s) not yet acknowledged; they stay in the spool",
                  pending);
   }
-  spdlog::info("rebooting ({}) with: {}", reason, options_.reboot_command);
-  spdlog::default_logger()->flush();
-  absl::Status started = StartReboot(options_.reboot_command);
+  std::string command = options_.reboot_command;
+  absl::Status started = absl::OkStatus();
+  if (!boot_entry.empty()) {
+    std::string boot_id;
+    {
+      absl::MutexLock lock(&mu_);
+      boot_id = host_.boot_id();
+    }
+    absl::StatusOr<std::string> selected =
+        boot_entries_.Select(boot_entry, boot_id, options_.reboot_command);
+    if (selected.ok()) {
+      command = *selected;
+      spdlog::info("next boot: entry {}", boot_entry);
+    } else {
+      started = selected.status();
+    }
+  }
+  if (started.ok()) {
+    spdlog::info("rebooting ({}) with: {}", reason, command);
+    spdlog::default_logger()->flush();
+    started = StartReboot(command);
+  }
   if (started.ok()) {
     // The host is going down; if it has not after the grace period, the command lied.
     absl::MutexLock lock(&mu_);
@@ -588,12 +694,20 @@ void Agent::Impl::JobThread(Job* job, const HostContext& host) {
   options.sysroot = options_.sysroot;
   options.argv_for = options_.argv_for;
   options.ceiling_journal = paths::CeilingJournalFile(options_.state_dir);
+  options.ceiling_degraded = paths::CeilingDegradedFile(options_.state_dir);
   const std::string lease = job->assignment.lease_id();
   options.progress = [this, lease](const std::string& text) {
     v1::AgentMessage message;
     message.mutable_progress()->set_lease_id(lease);
     message.mutable_progress()->set_message(text);
     Send(message);  // best effort: a note, not a result
+  };
+  options.on_child_exit = [this](const ChildResult& result) {
+    int status = result.outcome == ChildResult::Outcome::kExited ? result.exit_code
+                 : result.signal > 0                             ? 128 + result.signal
+                                                                 : -1;
+    absl::MutexLock lock(&mu_);
+    last_exit_status_ = status;
   };
   v1::SpooledJob record = RunJob(job->assignment, host, options, job->cancel.get());
   {
@@ -610,7 +724,28 @@ void Agent::Impl::JobThread(Job* job, const HostContext& host) {
       return;
     }
   }
+  if (CeilingHealthChanged()) {
+    // The restore failed: the controller must learn that this host takes no ceiling jobs
+    // before it learns that the host is free. The record is resent after the next Welcome.
+    spdlog::error("the flush ceiling is degraded; reconnecting to report it {}",
+                  Ids(job->assignment));
+    absl::MutexLock lock(&mu_);
+    if (ctx_ != nullptr) ctx_->TryCancel();
+  }
   FinishJob(record, job);
+}
+
+bool Agent::Impl::CeilingHealthChanged() {
+  std::string boot_id;
+  bool degraded = false;
+  {
+    absl::MutexLock lock(&mu_);
+    boot_id = host_.boot_id();
+    degraded = host_.ceiling_degraded();
+  }
+  if (boot_id.empty()) return false;
+  return ReadCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir), boot_id).has_value() !=
+         degraded;
 }
 
 void Agent::Impl::FinishJob(const v1::SpooledJob& record, Job* job) {
@@ -654,6 +789,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   if (options.controller.empty()) return absl::InvalidArgumentError("no controller address");
   if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
   if (options.sysroot == nullptr) return absl::InvalidArgumentError("no sysroot");
+  // Before anything in the directory is read or written.
+  absl::StatusOr<StateDirLock> lock = StateDirLock::Acquire(options.state_dir);
+  if (!lock.ok()) return lock.status();
   absl::StatusOr<std::string> id = LoadOrCreateAgentId(options.state_dir);
   if (!id.ok()) return id.status();
   absl::StatusOr<Spool> spool = Spool::Open(options.state_dir);
@@ -674,22 +812,39 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
       RecoverCeiling(*options.sysroot, paths::CeilingJournalFile(options.state_dir), *boot_id);
   if (recovery.outcome == CeilingRecovery::Outcome::kRestoreFailed ||
       recovery.outcome == CeilingRecovery::Outcome::kCorrupt) {
-    spdlog::error("ceiling recovery: {}", recovery.detail);
+    spdlog::error(
+        "ceiling recovery: {}; this host takes no ceiling jobs until a reboot or "
+        "`tlbfleet-agent ceiling-known-good`",
+        recovery.detail);
+    absl::Status marked = MarkCeilingDegraded(paths::CeilingDegradedFile(options.state_dir),
+                                              *boot_id, recovery.detail);
+    if (!marked.ok()) return marked;
   } else {
     spdlog::info("ceiling recovery: {}", recovery.detail);
+  }
+  absl::StatusOr<BootEntries> boot_entries =
+      BootEntries::Load(options.boot_entries, options.state_dir, *options.sysroot);
+  if (!boot_entries.ok()) return boot_entries.status();
+  if (!boot_entries->empty()) {
+    spdlog::info(
+        "boot entries: this boot is {}{}",
+        boot_entries->current().empty() ? "no entry" : boot_entries->current(),
+        boot_entries->error().empty() ? "" : absl::StrCat(" (", boot_entries->error(), ")"));
   }
   std::vector<std::string> corrupt;
   std::vector<v1::SpooledJob> spooled = spool->LoadAll(&corrupt);
   for (const std::string& reason : corrupt) spdlog::error("corrupt spool record: {}", reason);
   spdlog::info("agent {} recovering from {}: {} finished lease(s) in the spool, {} corrupt", *id,
                options.state_dir, spooled.size(), corrupt.size());
-  return std::unique_ptr<Agent>(
-      new Agent(std::make_unique<Impl>(std::move(options), *id, *std::move(spool))));
+  return std::unique_ptr<Agent>(new Agent(std::make_unique<Impl>(
+      std::move(options), *id, *std::move(spool), *std::move(lock), *std::move(boot_entries))));
 }
 
 absl::Status Agent::Run() { return impl_->Run(); }
 void Agent::Shutdown(const std::string& reason) { impl_->Shutdown(reason); }
 Agent::State Agent::state() const { return impl_->state(); }
+AgentStatus Agent::status() const { return impl_->status(); }
 const std::string& Agent::agent_id() const { return impl_->agent_id(); }
+std::string Agent::ceiling_degraded_reason() const { return impl_->ceiling_degraded_reason(); }
 
 }  // namespace tlbfleet::agent

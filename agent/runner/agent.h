@@ -18,18 +18,27 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
+#include "agent/runner/assignment_check.h"
+#include "agent/runner/boot_entries.h"
 #include "agent/runner/job.h"
+#include "common/grpc_channel.h"
 
 namespace tlbfleet::agent {
 
 struct AgentOptions {
-  std::string controller;                     // "host:port"; required
+  std::string controller;  // "host:port"; required
+  // The enrollment token (role agent) sent as `authorization` metadata on the stream;
+  // empty for a controller in development mode.
+  std::string token;
+  // TLS to the controller (common/grpc_channel.h); plain text when tls.ca is empty.
+  ClientTls tls;
   std::string state_dir;                      // required; created if missing
   const Sysroot* sysroot = nullptr;           // required; must outlive the Agent
   std::map<std::string, std::string> labels;  // HostInfo.labels
@@ -39,6 +48,13 @@ struct AgentOptions {
   // Workload names the agent advertises as "workload:<name>" and accepts. Empty: accept any
   // benchmark and let the child reject unknown ones (tests).
   std::vector<std::string> workloads;
+  // Every assignment is checked against `workloads`, their schemas and the limits of
+  // assignment_check.h before anything starts. false only for tests whose workloads are
+  // shell scripts (ArgvBuilder).
+  bool check_assignments = true;
+  // Where a parameter resolved to a peer (netperf's `server`) may point
+  // (--peer-network; default DefaultPeerNetworks()).
+  std::vector<Network> peer_networks;
   double initial_backoff_seconds = 0.5;
   double max_backoff_seconds = 30;
   // Heartbeat period when Welcome.heartbeat_seconds is 0.
@@ -56,6 +72,23 @@ struct AgentOptions {
   // After the reboot command succeeded, how long to wait for the host to go down before
   // telling the controller the reboot failed.
   double reboot_grace_seconds = 120;
+  // The kernels this agent may boot into by name (--boot-entries; boot_entries.h).
+  std::vector<BootEntry> boot_entries;
+};
+
+// What the agent's metrics show (agent/metrics/agent_metrics.h), copied under its lock.
+struct AgentStatus {
+  bool connected = false;  // welcomed on the current stream
+  bool job_running = false;
+  // How the last workload process ended: its exit code, 128 + N when killed by signal N (as
+  // a shell reports it); unset before the first workload of this agent process.
+  std::optional<int> last_exit_status;
+  uint64_t spool_records = 0;  // finished jobs' results not yet acknowledged
+  uint64_t spool_bytes = 0;
+  uint64_t reconnects = 0;  // connection attempts after the first
+  // ceiling_degraded_reason() below: the agent will not write the ceiling, whatever the
+  // file's permissions say.
+  std::string ceiling_degraded_reason;
 };
 
 class Agent {
@@ -63,7 +96,9 @@ class Agent {
   enum class State { kRecovering, kConnecting, kIdle, kRunning, kStopping };
   static const char* StateName(State state);
 
-  // Loads (or creates) the agent id and opens the spool, moving corrupt records aside;
+  // Locks the state directory (one agent per directory: FAILED_PRECONDITION when another
+  // holds it, INVALID_ARGUMENT when it is not writable; both name --state-dir), loads (or
+  // creates) the agent id and opens the spool, moving corrupt records aside;
   // mounts debugfs/securityfs/tracefs when missing (real root only) and restores the flush
   // ceiling if the last run of the agent died mid-job in this boot (ceiling_control.h).
   static absl::StatusOr<std::unique_ptr<Agent>> Create(AgentOptions options);
@@ -79,7 +114,11 @@ class Agent {
   void Shutdown(const std::string& reason);
 
   State state() const;
+  AgentStatus status() const;
   const std::string& agent_id() const;
+  // The degraded-ceiling state (agent/kernel/ceiling_health.h) as last reported to the
+  // controller: for metrics. Empty when the ceiling is known good.
+  std::string ceiling_degraded_reason() const;
 
  private:
   class Impl;

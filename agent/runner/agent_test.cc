@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/ceiling_control.h"
+#include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/fake_sysroot_for_test.h"
 #include "agent/runner/paths.h"
 #include "agent/runner/spool.h"
@@ -184,6 +185,7 @@ class AgentTest : public ::testing::Test {
     options.sysroot = &root_;
     options.labels = {{"rack", "b2"}};
     options.workloads = {"sh"};
+    options.check_assignments = false;  // "sh" runs shell scripts, which the checks refuse
     options.initial_backoff_seconds = 0.05;
     options.max_backoff_seconds = 0.2;
     // The "workload" is the assignment's script parameter, run by /bin/sh.
@@ -267,10 +269,17 @@ TEST_F(AgentTest, HelloWelcomeJobAndAck) {
   EXPECT_EQ(done->complete().status(), v1::JOB_STATUS_SUCCEEDED) << done->complete().error();
   EXPECT_EQ(done->complete().sample_count(), 2u);
   EXPECT_TRUE(SpoolHas("lease-a")) << "the result must stay spooled until acked";
+  AgentStatus status = agent_->status();  // what --metrics-listen shows
+  EXPECT_TRUE(status.connected);
+  EXPECT_EQ(status.last_exit_status, 0);
+  EXPECT_EQ(status.spool_records, 1u);
+  EXPECT_GT(status.spool_bytes, 0u);
+  EXPECT_EQ(status.reconnects, 0u);
 
   ASSERT_TRUE(controller_.Send(CompletionAck("lease-a")));
   EXPECT_TRUE(SpoolDropsWithin("lease-a", 10s));
   ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  EXPECT_EQ(agent_->status().spool_records, 0u);
 }
 
 TEST_F(AgentTest, StreamBreakMidJobResendsAfterReconnect) {
@@ -291,6 +300,8 @@ TEST_F(AgentTest, StreamBreakMidJobResendsAfterReconnect) {
   v1::Hello again = Handshake(&cursor);
   EXPECT_EQ(again.agent_id(), agent_->agent_id());
   EXPECT_GE(controller_.connections(), 2);
+  EXPECT_TRUE(agent_->status().job_running);
+  EXPECT_GE(agent_->status().reconnects, 1u);
   ASSERT_TRUE(WriteFileAtomic(gate, "go").ok());
 
   std::optional<v1::AgentMessage> batch = controller_.Await(IsBatchOf("lease-b"), &cursor);
@@ -374,6 +385,64 @@ TEST_F(AgentTest, StartDiscardsACeilingJournalOfAnEarlierBoot) {
   StartAgent();
   EXPECT_EQ(*ReadCeiling(root_), 512);
   EXPECT_EQ(::access(journal.c_str(), F_OK), -1);
+}
+
+// A corrupt journal of this boot: the boot's value is unknown, so the agent's first Hello
+// already says the host is degraded and cannot take ceiling jobs.
+TEST_F(AgentTest, CorruptJournalAtStartDegradesTheHost) {
+  root_.WriteFile(kCeilingPath, "512\n");
+  ASSERT_TRUE(MakeDirs(state_dir_, 0700).ok());
+  ASSERT_TRUE(WriteFileAtomic(paths::CeilingJournalFile(state_dir_), "boot_id boot-1\n#").ok());
+  StartAgent();
+  size_t cursor = 0;
+  v1::Hello hello = Handshake(&cursor);
+  EXPECT_TRUE(hello.host().ceiling_degraded());
+  EXPECT_NE(hello.host().ceiling_degraded_reason().find("unknown"), std::string::npos)
+      << hello.host().ceiling_degraded_reason();
+  EXPECT_FALSE(hello.host().ceiling().writable());
+  EXPECT_EQ(hello.host().ceiling().reason().rfind("degraded: ", 0), 0u)
+      << hello.host().ceiling().reason();
+  EXPECT_EQ(agent_->ceiling_degraded_reason(), hello.host().ceiling_degraded_reason());
+  EXPECT_EQ(*ReadCeiling(root_), 512) << "nothing written on a guess";
+}
+
+// A job whose restore fails: it fails, and the agent reconnects so that the controller sees
+// the degraded host before the completion; the operator's ceiling-known-good clears it and
+// the agent reconnects again with the good news.
+TEST_F(AgentTest, FailedRestoreDegradesTheHostUntilTheOperatorNamesTheValue) {
+  root_.WriteFile(kCeilingPath, "33\n");
+  root_.StoreOnWrite(kCeilingPath, "33\n", "34\n");
+  StartAgent();
+  size_t cursor = 0;
+  v1::Hello hello = Handshake(&cursor);
+  ASSERT_FALSE(hello.host().ceiling_degraded());
+  ASSERT_TRUE(hello.host().ceiling().writable()) << hello.host().ceiling().reason();
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Send(Assign("lease-r", std::string("echo '") + kMetric + "'", "512")));
+
+  v1::Hello degraded = Handshake(&cursor);
+  const size_t hello_at = cursor - 1;
+  size_t first_complete = 0;
+  ASSERT_TRUE(controller_.Await(IsCompleteOf("lease-r"), &first_complete));
+  EXPECT_GT(first_complete - 1, hello_at) << "the completion came before the degraded Hello";
+  EXPECT_TRUE(degraded.host().ceiling_degraded());
+  EXPECT_NE(degraded.host().ceiling_degraded_reason().find("cannot restore the flush ceiling"),
+            std::string::npos)
+      << degraded.host().ceiling_degraded_reason();
+  EXPECT_FALSE(degraded.host().ceiling().writable());
+  std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf("lease-r"), &cursor);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->complete().status(), v1::JOB_STATUS_FAILED);
+  ASSERT_TRUE(controller_.Send(CompletionAck("lease-r")));
+
+  root_.StoreOnWrite(kCeilingPath, "33\n", "");
+  ASSERT_TRUE(DeclareCeilingKnownGood(root_, paths::CeilingJournalFile(state_dir_),
+                                      paths::CeilingDegradedFile(state_dir_), 33)
+                  .ok());
+  v1::Hello healed = Handshake(&cursor);
+  EXPECT_FALSE(healed.host().ceiling_degraded());
+  EXPECT_TRUE(healed.host().ceiling().writable());
+  EXPECT_EQ(healed.host().ceiling().value(), 33);
 }
 
 TEST_F(AgentTest, CancelKillsTheJob) {

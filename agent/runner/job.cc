@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "agent/kernel/ceiling_control.h"
 #include "agent/kernel/monitor.h"
+#include "agent/runner/job_ceiling.h"
 #include "agent/runner/metric_line.h"
 #include "common/files.h"
 #include "spdlog/spdlog.h"
@@ -49,7 +49,7 @@ std::vector<std::string> WorkloadArgv(const v1::JobAssignment& assignment) {
 namespace {
 
 void AddProvenance(const v1::JobAssignment& a, const HostContext& host,
-                   std::optional<int64_t> ceiling, v1::SpooledJob& job, v1::Sample s) {
+                   const JobCeiling::Outcome& ceiling, v1::SpooledJob& job, v1::Sample s) {
   s.set_run_id(a.run_id());
   s.set_job_id(a.job_id());
   s.set_lease_id(a.lease_id());
@@ -64,10 +64,11 @@ void AddProvenance(const v1::JobAssignment& a, const HostContext& host,
   s.set_kernel_release(host.host.kernel_release());
   s.set_kernel_cmdline(host.host.kernel_cmdline());
   s.set_microarch(host.host.cpu().microarch());
-  if (ceiling.has_value()) {
-    s.set_ceiling_applied(true);
-    s.set_ceiling(*ceiling);
-  }
+  s.set_boot_entry(host.host.boot_entry());
+  s.set_ceiling_applied(ceiling.applied);
+  if (ceiling.ceiling.has_value()) s.set_ceiling(*ceiling.ceiling);
+  s.set_ceiling_observed(ceiling.observed);
+  s.set_peer_host(a.peer_host());
   *job.add_samples() = std::move(s);
 }
 
@@ -78,7 +79,13 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
   const auto start = std::chrono::steady_clock::now();
   v1::SpooledJob job;
   *job.mutable_assignment() = a;
+  std::string ceiling_error;  // set once the workload has ended; fails the job whatever else
   auto finish = [&](v1::JobStatus status, std::string error) {
+    if (!ceiling_error.empty()) {
+      error = status == v1::JOB_STATUS_SUCCEEDED ? ceiling_error
+                                                 : absl::StrCat(error, "; ", ceiling_error);
+      if (status == v1::JOB_STATUS_SUCCEEDED) status = v1::JOB_STATUS_FAILED;
+    }
     Complete(job, status, std::move(error));
     job.mutable_complete()->set_sample_count(static_cast<uint64_t>(job.samples_size()));
     job.mutable_complete()->set_elapsed_seconds(
@@ -98,20 +105,17 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
     monitors.push_back(*std::move(m));
   }
 
-  CeilingChanger ceiling(*options.sysroot, options.ceiling_journal, host.host.boot_id());
+  if (!a.ceiling().empty() && options.ceiling_journal.empty()) {
+    return finish(v1::JOB_STATUS_FAILED, "internal: no ceiling journal path for this job");
+  }
+  JobCeiling ceiling({options.sysroot, options.ceiling_journal, options.ceiling_degraded,
+                      host.host.boot_id(), Ids(a)});
+  if (absl::Status s = ceiling.Begin(a.ceiling()); !s.ok()) {
+    return finish(v1::JOB_STATUS_FAILED, std::string(s.message()));
+  }
   if (!a.ceiling().empty()) {
-    if (options.ceiling_journal.empty()) {
-      return finish(v1::JOB_STATUS_FAILED, "internal: no ceiling journal path for this job");
-    }
-    absl::StatusOr<int64_t> applied = ceiling.Apply(a.ceiling());
-    if (!applied.ok()) {
-      if (absl::Status r = ceiling.Restore(); !r.ok()) {
-        spdlog::error("{} {}", std::string(r.message()), Ids(a));
-      }
-      return finish(v1::JOB_STATUS_FAILED, std::string(applied.status().message()));
-    }
-    spdlog::info("ceiling set to {} (spec '{}', was {}) {}", *applied, a.ceiling(),
-                 ceiling.original().value_or(-1), Ids(a));
+    spdlog::info("ceiling set to {} (spec '{}', was {}) {}", ceiling.expected().value_or(-1),
+                 a.ceiling(), ceiling.original().value_or(-1), Ids(a));
   }
 
   size_t started = 0;
@@ -139,6 +143,7 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
   spdlog::info("workload {} starting (timeout {} s) {}", a.benchmark(), a.timeout_seconds(),
                Ids(a));
   absl::StatusOr<ChildResult> result = RunChild(spec, cancel);
+  if (result.ok() && options.on_child_exit) options.on_child_exit(*result);
   MonitorOutput observed;
   std::string monitor_error;
   for (auto& m : monitors) {
@@ -147,10 +152,11 @@ v1::SpooledJob RunJob(const v1::JobAssignment& a, const HostContext& host,
     }
   }
   monitors.clear();
-  const std::optional<int64_t> applied = ceiling.applied();
-  if (absl::Status r = ceiling.Restore(); !r.ok()) {
-    spdlog::error("{} {}", std::string(r.message()), Ids(a));
-  } else if (applied.has_value()) {
+  const JobCeiling::Outcome applied = ceiling.End();
+  ceiling_error = applied.error;
+  if (!applied.error.empty()) {
+    spdlog::error("{} {}", applied.error, Ids(a));
+  } else if (applied.applied) {
     spdlog::info("ceiling restored to its original value {}", Ids(a));
   }
   for (const std::string& n : observed.notes) note(n);

@@ -58,6 +58,7 @@ class JobTest : public ::testing::Test {
     options.sysroot = &root_;
     options.ceiling_journal = journal_;
     options.progress = [this](const std::string& note) { notes_.push_back(note); };
+    options.on_child_exit = [this](const ChildResult& r) { exits_.push_back(r.Describe()); };
     options.argv_for = [script](const v1::JobAssignment&) {
       return std::vector<std::string>{"/bin/sh", "-c", script};
     };
@@ -68,6 +69,7 @@ class JobTest : public ::testing::Test {
   FakeSysroot root_{dir_};
   std::string journal_ = dir_.path() + "/ceiling-journal";
   std::vector<std::string> notes_;
+  std::vector<std::string> exits_;  // on_child_exit calls
 };
 
 TEST(WorkloadArgvTest, RunsTheAgentBinaryInWorkloadMode) {
@@ -117,6 +119,7 @@ TEST_F(JobTest, NonzeroExitFailsWithStderrTail) {
   EXPECT_EQ(job.complete().status(), v1::JOB_STATUS_FAILED);
   EXPECT_EQ(job.complete().error(),
             "workload ebizzy exited with status 2: threads: must be an integer in [1, 4096]");
+  EXPECT_EQ(exits_, std::vector<std::string>{"exited with status 2"});
 }
 
 TEST_F(JobTest, CrashFailsAndKeepsEarlierSamples) {
@@ -125,6 +128,7 @@ TEST_F(JobTest, CrashFailsAndKeepsEarlierSamples) {
   EXPECT_EQ(job.complete().error(),
             "workload ebizzy killed by signal 11 (Segmentation fault): Segfault!");
   EXPECT_EQ(job.complete().sample_count(), 2u);
+  EXPECT_EQ(exits_, std::vector<std::string>{"killed by signal 11 (Segmentation fault)"});
 }
 
 TEST_F(JobTest, TimeoutIsTimedOut) {

@@ -4,12 +4,20 @@
 
 namespace tlbfleet::agent::paths {
 
+std::string LockFile(std::string_view state_dir) {
+  return absl::StrCat(std::string(state_dir), "/lock");
+}
+
 std::string AgentIdFile(std::string_view state_dir) {
   return absl::StrCat(std::string(state_dir), "/agent-id");
 }
 
 std::string CeilingJournalFile(std::string_view state_dir) {
   return absl::StrCat(std::string(state_dir), "/ceiling-journal");
+}
+
+std::string CeilingDegradedFile(std::string_view state_dir) {
+  return absl::StrCat(std::string(state_dir), "/ceiling-degraded");
 }
 
 std::string SpoolDir(std::string_view state_dir) {

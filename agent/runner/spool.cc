@@ -1,6 +1,8 @@
 #include "agent/runner/spool.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +68,23 @@ absl::Status Spool::MoveAside(const std::string& file_name) const {
     return ErrnoStatus(errno, absl::StrCat("rename ", from, " -> ", to));
   }
   return absl::OkStatus();
+}
+
+Spool::Usage Spool::GetUsage() const {
+  Usage usage;
+  std::string dir_path = paths::SpoolDir(state_dir_);
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) return usage;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (!absl::EndsWith(name, paths::kSpoolSuffix) || name[0] == '.') continue;
+    struct stat st;
+    if (::fstatat(::dirfd(dir), name.c_str(), &st, 0) != 0) continue;  // removed meanwhile
+    ++usage.records;
+    usage.bytes += static_cast<uint64_t>(st.st_size);
+  }
+  ::closedir(dir);
+  return usage;
 }
 
 std::vector<v1::SpooledJob> Spool::LoadAll(std::vector<std::string>* corrupt) const {

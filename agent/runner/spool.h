@@ -35,6 +35,14 @@ class Spool {
   // null) with the reason; it never makes the whole load fail.
   std::vector<v1::SpooledJob> LoadAll(std::vector<std::string>* corrupt = nullptr) const;
 
+  // How many records the spool holds and their size on disk, without reading them (the
+  // agent's metrics). Records moved to corrupt/ are not counted.
+  struct Usage {
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+  };
+  Usage GetUsage() const;
+
   // The Hello.spooled summary of LoadAll().
   static std::vector<v1::SpooledLease> Summarize(const std::vector<v1::SpooledJob>& jobs);
 

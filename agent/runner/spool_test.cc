@@ -107,6 +107,21 @@ TEST(SpoolTest, IgnoresTempFilesOfAnInterruptedWrite) {
   EXPECT_TRUE(corrupt.empty());
 }
 
+TEST(SpoolTest, UsageCountsRecordsAndTheirBytesButNotTempFiles) {
+  TempDir dir;
+  absl::StatusOr<Spool> spool = Spool::Open(dir.path());
+  EXPECT_EQ(spool->GetUsage().records, 0u);
+  ASSERT_TRUE(spool->Write(Record("lease-1", 3)).ok());
+  ASSERT_TRUE(spool->Write(Record("lease-2", 50)).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/spool/x.pb.tmp.123.456", "partial").ok());
+  Spool::Usage usage = spool->GetUsage();
+  EXPECT_EQ(usage.records, 2u);
+  EXPECT_EQ(usage.bytes, std::filesystem::file_size(dir.path() + "/spool/lease-1.pb") +
+                             std::filesystem::file_size(dir.path() + "/spool/lease-2.pb"));
+  ASSERT_TRUE(spool->Remove("lease-2").ok());
+  EXPECT_EQ(spool->GetUsage().records, 1u);
+}
+
 TEST(SpoolTest, UnsafeLeaseIdsAreRefused) {
   TempDir dir;
   absl::StatusOr<Spool> spool = Spool::Open(dir.path());

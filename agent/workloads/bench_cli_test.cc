@@ -148,10 +148,15 @@ TEST(BenchMainTest, ListAndHelp) {
 }
 
 TEST(BenchMainTest, WorkloadFailureExitsOne) {
+  // 1 TiB of chunks: a valid combination, more than this host's RAM.
   BenchRun run =
-      RunBench({"tlbfleet-bench", "ebizzy", "-S", "1", "-n", "1048576", "-s", "1073741824"});
+      RunBench({"tlbfleet-bench", "ebizzy", "-S", "1", "-n", "1048576", "-s", "1048576"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, StartsWith("tlbfleet-bench: ebizzy failed: RESOURCE_EXHAUSTED"));
+  // 1 PiB no host can map: refused before running, as a bad argument.
+  run = RunBench({"tlbfleet-bench", "ebizzy", "-S", "1", "-n", "1048576", "-s", "1073741824"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("chunks: (chunks=1048576 + threads=1) x chunk_size=1073741824"));
 }
 
 }  // namespace

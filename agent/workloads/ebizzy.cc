@@ -153,6 +153,10 @@ absl::StatusOr<std::unique_ptr<Chunks>> Chunks::Create(size_t count, size_t chun
   // From here on the destructor unmaps everything, whatever fails below.
   std::unique_ptr<Chunks> chunks(
       new Chunks(static_cast<char*>(p), mapped, count, chunk_size, stride));
+  // 4 KiB pages whatever the host's THP mode: one mapping of all chunks would otherwise get
+  // huge pages under THP "always" (Debian's default), and the copies' TLB footprint would
+  // depend on the host's setting. Best effort: kernels without THP refuse with EINVAL.
+  (void)::madvise(p, mapped, MADV_NOHUGEPAGE);
   char* base = static_cast<char*>(p);
   const size_t records = chunk_size / kRecordSize;
   for (size_t i = 0; i < count; ++i) {
@@ -332,6 +336,8 @@ absl::StatusOr<RunResult> RunThreads(const Options& options, CopyAllocator* allo
 namespace {
 
 constexpr char kRecordsPerSec[] = "records_per_sec";
+// The x86-64 user address space with 4-level page tables.
+constexpr __int128 kMaxUserBytes = __int128{1} << 47;
 
 class Ebizzy : public Workload {
  public:
@@ -376,6 +382,20 @@ class Ebizzy : public Workload {
       }
     }
     return absl::StrCat(total.empty() ? "0" : total, " records/s", threads, "\n");
+  }
+
+  absl::Status CheckCombination(const Params& params) const override {
+    // What no x86-64 host can map; whether the host's RAM holds it is checked there.
+    const int64_t chunks = params.Int("chunks");
+    const int64_t size = params.Int("chunk_size");
+    const __int128 bytes = static_cast<__int128>(chunks + params.Int("threads")) * size;
+    if (bytes > kMaxUserBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunks: (chunks=", chunks, " + threads=", params.Int("threads"),
+                       ") x chunk_size=", size, " = ", static_cast<int64_t>(bytes >> 40),
+                       " TiB, more than the 128 TiB a process can map on x86-64"));
+    }
+    return absl::OkStatus();
   }
 
   int64_t TimeoutSeconds(const Params& params) const override {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -127,6 +128,31 @@ TEST(ChunksTest, HolesLeaveUnmappedGapsBetweenChunks) {
     EXPECT_EQ(MappingOf(after).perms, "") << "no hole after chunk " << i;
     EXPECT_EQ(MappingOf(chunks->chunk(i + 1)).perms, "rw-p");
   }
+}
+
+// The VmFlags line of /proc/self/smaps for the mapping holding `address`.
+std::string VmFlagsOf(const void* address) {
+  std::ifstream smaps("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < 17) {
+      inside = lo <= a && a < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// The classic tool's chunks are separate small mappings; ours are one, which THP "always"
+// would back with huge pages. They are pinned to 4 KiB pages ("nh" = VM_NOHUGEPAGE).
+TEST(ChunksTest, ChunksNeverGetTransparentHugePages) {
+  std::unique_ptr<Chunks> chunks = Chunks::Create(10, 512 * 1024, Coalescing::kNone).value();
+  std::string flags = VmFlagsOf(chunks->chunk(5));
+  ASSERT_FALSE(flags.empty()) << "no smaps entry for the chunks";
+  EXPECT_NE((flags + " ").find(" nh "), std::string::npos) << flags;
 }
 
 TEST(ChunksTest, PermissionsAlternate) {
@@ -349,6 +375,18 @@ TEST(EbizzyWorkloadTest, ReportsAggregateAndPerThreadRates) {
   EXPECT_NEAR((*result)[0].value, (*result)[1].value + (*result)[2].value,
               1e-6 * (*result)[0].value);
   EXPECT_THAT(w->ClassicOutput(params, *result), MatchesRegex("[0-9]+ records/s [0-9]+ [0-9]+\n"));
+}
+
+TEST(EbizzyWorkloadTest, ChunksTimesChunkSizeBeyondTheAddressSpaceIsRefusedAtSubmit) {
+  LinkAllWorkloads();
+  const Workload& w = *Registry::Get().Find("ebizzy");
+  absl::StatusOr<Params> p =
+      ResolveParams(w, {{"chunks", "1048576"}, {"chunk_size", "1073741824"}});
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()),
+              ::testing::HasSubstr("chunks: (chunks=1048576 + threads=1) x "
+                                   "chunk_size=1073741824 = 1024 TiB, more than the 128 TiB"));
+  EXPECT_TRUE(ResolveParams(w, {{"chunks", "1024"}, {"chunk_size", "1073741824"}}).ok());
 }
 
 TEST(EbizzyWorkloadTest, ClassicOutputTruncatesLikeEbizzy) {

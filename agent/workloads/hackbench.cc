@@ -1,6 +1,7 @@
 #include "agent/workloads/hackbench.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/workloads/workload_util.h"
 #include "common/files.h"
@@ -192,7 +194,47 @@ Options OptionsFromParams(const Params& params) {
   return o;
 }
 
+absl::Status CheckHostLimits(const Options& o, const HostLimits& host) {
+  const int64_t tasks = int64_t{2} * o.groups * o.fds;
+  const std::string what =
+      absl::StrCat("hackbench: groups=", o.groups, " x fds=", o.fds, " x 2 = ", tasks, " tasks");
+  if (host.max_tasks > 0 && tasks > host.max_tasks) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " but this host allows ", host.max_tasks,
+        " (the smaller of kernel.pid_max and kernel.threads-max, shared with everything "
+        "else running); use fewer groups or fds"));
+  }
+  // Threads share one descriptor table: two descriptors per sender/receiver pair.
+  if (o.threads && host.max_fds > 0 && tasks + 16 > host.max_fds) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " need ", tasks,
+                     " descriptors in one process in thread mode but RLIMIT_NOFILE "
+                     "allows ",
+                     host.max_fds, "; use process mode, fewer groups or fds, or a higher limit"));
+  }
+  return absl::OkStatus();
+}
+
+HostLimits ReadHostLimits() {
+  HostLimits h;
+  auto read = [](const char* path) -> int64_t {
+    absl::StatusOr<std::string> text = ReadFile(path);
+    int64_t v = 0;
+    return text.ok() && absl::SimpleAtoi(Trim(*text), &v) ? v : 0;
+  };
+  const int64_t pid_max = read("/proc/sys/kernel/pid_max");
+  const int64_t threads_max = read("/proc/sys/kernel/threads-max");
+  h.max_tasks = pid_max > 0 && threads_max > 0 ? std::min(pid_max, threads_max)
+                                               : std::max(pid_max, threads_max);
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_max != RLIM_INFINITY) {
+    h.max_fds = static_cast<int64_t>(limit.rlim_max);
+  }
+  return h;
+}
+
 absl::StatusOr<double> RunOnce(const Options& options) {
+  if (absl::Status s = CheckHostLimits(options, ReadHostLimits()); !s.ok()) return s;
   RaiseFileLimit();
   return options.threads ? RunThreads(options) : RunProcesses(options);
 }
@@ -239,6 +281,26 @@ class Hackbench : public Workload {
                         " file descriptors each (== ", groups * 2 * fds, " tasks)\n",
                         "Each sender will pass ", params.Int("loops"), " messages of ",
                         params.Int("datasize"), " bytes\n", time);
+  }
+
+  absl::Status CheckCombination(const Params& params) const override {
+    // What no Linux host can run; the host's own limits are checked there before starting.
+    const int64_t groups = params.Int("groups");
+    const int64_t fds = params.Int("fds");
+    const int64_t tasks = 2 * groups * fds;
+    if (tasks > hackbench::kMaxTasks) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "groups: groups=", groups, " x fds=", fds, " x 2 = ", tasks,
+          " tasks, more than any Linux host can have (PID_MAX_LIMIT, ", hackbench::kMaxTasks, ")"));
+    }
+    if (params.Str("mode") == "threads" && tasks > hackbench::kMaxDescriptors) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("groups: groups=", groups, " x fds=", fds, " x 2 = ", tasks,
+                       " descriptors in one process (thread mode), more than the kernel's default "
+                       "fs.nr_open (",
+                       hackbench::kMaxDescriptors, "); use mode: process"));
+    }
+    return absl::OkStatus();
   }
 
   int64_t TimeoutSeconds(const Params& params) const override {

@@ -26,8 +26,25 @@ struct Options {
 // `params` must have been resolved against the hackbench schema.
 Options OptionsFromParams(const Params& params);
 
-// Runs one iteration and returns its time in seconds. RESOURCE_EXHAUSTED if the file
-// descriptors, threads or processes cannot be created; INTERNAL if a task fails.
+// Limits no host exceeds, checked at submit (Workload::CheckCombination): the kernel's
+// PID_MAX_LIMIT on 64-bit, and its default fs.nr_open (the most descriptors one process may
+// have unless an administrator raised it).
+inline constexpr int64_t kMaxTasks = int64_t{4} << 20;
+inline constexpr int64_t kMaxDescriptors = int64_t{1} << 20;
+
+// This host's limits (0 = unknown): min(kernel.pid_max, kernel.threads-max) and the hard
+// RLIMIT_NOFILE.
+struct HostLimits {
+  int64_t max_tasks = 0;
+  int64_t max_fds = 0;
+};
+HostLimits ReadHostLimits();
+// RESOURCE_EXHAUSTED naming groups, fds, their product and the limit it exceeds.
+absl::Status CheckHostLimits(const Options& options, const HostLimits& host);
+
+// Runs one iteration and returns its time in seconds. RESOURCE_EXHAUSTED if CheckHostLimits
+// refuses or the file descriptors, threads or processes cannot be created; INTERNAL if a
+// task fails.
 absl::StatusOr<double> RunOnce(const Options& options);
 
 }  // namespace tlbfleet::workloads::hackbench

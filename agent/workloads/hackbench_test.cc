@@ -108,6 +108,35 @@ TEST(HackbenchWorkloadTest, BadInputIsRefusedWithTheParameterNamed) {
   }
 }
 
+TEST(HackbenchWorkloadTest, ProductsNoHostCanRunAreRefusedAtSubmit) {
+  const Workload& w = Hackbench();
+  absl::StatusOr<Params> p = ResolveParams(w, {{"groups", "4096"}, {"fds", "1024"}});
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr("groups: groups=4096 x fds=1024 x 2 = 8388608 tasks, more than any "
+                        "Linux host can have (PID_MAX_LIMIT, 4194304)"));
+  p = ResolveParams(w, {{"groups", "1024"}, {"fds", "1024"}, {"mode", "threads"}});
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr("2097152 descriptors in one process (thread mode)"));
+  EXPECT_TRUE(ResolveParams(w, {{"groups", "1024"}, {"fds", "1024"}}).ok()) << "process mode";
+}
+
+TEST(HackbenchRunTest, HostLimitsAreCheckedBeforeStarting) {
+  Options o;
+  o.groups = 100;
+  o.fds = 20;  // 4000 tasks
+  absl::Status s = CheckHostLimits(o, HostLimits{3000, 0});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("hackbench: groups=100 x fds=20 x 2 = 4000 tasks but this host allows "
+                        "3000"));
+  o.threads = true;
+  s = CheckHostLimits(o, HostLimits{0, 1024});
+  EXPECT_THAT(std::string(s.message()), HasSubstr("RLIMIT_NOFILE allows 1024"));
+  EXPECT_TRUE(CheckHostLimits(o, HostLimits{100000, 1 << 20}).ok());
+  EXPECT_GT(ReadHostLimits().max_tasks, 0) << "this host's pid_max/threads-max";
+}
+
 TEST(HackbenchWorkloadTest, TimeoutCoversTheDefaults) {
   const Workload& w = Hackbench();
   EXPECT_GE(w.TimeoutSeconds(ResolveParams(w, {}).value()), 60);

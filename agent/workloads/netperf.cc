@@ -3,13 +3,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -298,71 +300,6 @@ void SetPort(Address& address, uint16_t port) {
 
 // --- Addresses ---------------------------------------------------------------------------
 
-absl::StatusOr<std::string> CanonicalAddress(std::string_view text) {
-  const std::string s(text);
-  unsigned char raw[sizeof(in6_addr)];
-  char out[INET6_ADDRSTRLEN];
-  for (int family : {AF_INET, AF_INET6}) {
-    if (::inet_pton(family, s.c_str(), raw) == 1 &&
-        ::inet_ntop(family, raw, out, sizeof out) != nullptr) {
-      return std::string(out);
-    }
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("not an IPv4 or IPv6 address: \"", s, "\" (host names are not resolved)"));
-}
-
-bool IsLoopbackAddress(std::string_view address) {
-  const std::string s(address);
-  in_addr v4;
-  in6_addr v6;
-  if (::inet_pton(AF_INET, s.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  return ::inet_pton(AF_INET6, s.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
-}
-
-bool IsWildcardAddress(std::string_view address) {
-  const std::string s(address);
-  in_addr v4;
-  in6_addr v6;
-  if (::inet_pton(AF_INET, s.c_str(), &v4) == 1) return v4.s_addr == htonl(INADDR_ANY);
-  return ::inet_pton(AF_INET6, s.c_str(), &v6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&v6);
-}
-
-absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("want address:port (IPv6: [address]:port), ",
-                                                   std::string(why), ", got \"", std::string(text),
-                                                   "\""));
-  };
-  const size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad("no port");
-  std::string_view host = text.substr(0, colon);
-  const std::string_view port_text = text.substr(colon + 1);
-  const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-  if (bracketed) host = host.substr(1, host.size() - 2);
-  uint32_t port = 0;
-  const bool digits =
-      !port_text.empty() && port_text.find_first_not_of("0123456789") == std::string_view::npos;
-  const char* port_end = port_text.data() + port_text.size();
-  if (!digits || std::from_chars(port_text.data(), port_end, port).ptr != port_end ||
-      port > 65535) {
-    return bad("the port must be an integer in [0, 65535]");
-  }
-  absl::StatusOr<std::string> address = CanonicalAddress(host);
-  if (!address.ok()) return bad("the address must be an IP literal");
-  // "::1:80" could be read two ways; brackets say which.
-  if (address->find(':') != std::string::npos && !bracketed) {
-    return bad("an IPv6 address needs brackets");
-  }
-  return Endpoint{*address, static_cast<uint16_t>(port)};
-}
-
-std::string FormatEndpoint(const Endpoint& endpoint) {
-  return endpoint.address.find(':') != std::string::npos
-             ? absl::StrCat("[", endpoint.address, "]:", endpoint.port)
-             : absl::StrCat(endpoint.address, ":", endpoint.port);
-}
-
 // --- Server ------------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address, uint16_t port,
@@ -406,6 +343,50 @@ void Server::Serve() {
     if (requested && on_served_) on_served_(served);
   }
 }
+
+// --- ServerProcess -----------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string& address) {
+  absl::StatusOr<Address> a = ParseAddress(address);
+  if (!a.ok()) return a.status();
+  SetPort(*a, 0);
+  absl::StatusOr<Fd> listener = BindServer(*a, SOCK_STREAM);
+  if (!listener.ok()) return listener.status();
+  const uint16_t port = GetPort(*a);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus(errno, "netperf: forking the server process");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    Server server(listener->release(), port, nullptr);
+    server.Serve();  // until killed
+    ::_exit(0);
+  }
+  return std::unique_ptr<ServerProcess>(new ServerProcess(pid, port));
+}
+
+absl::Status ServerProcess::Stop() {
+  if (pid_ <= 0) return absl::OkStatus();
+  int status = 0;
+  pid_t done = ::waitpid(pid_, &status, WNOHANG);
+  const bool died_early = done == pid_;
+  if (!died_early) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = 0;
+  if (died_early) {
+    return absl::InternalError(
+        absl::StrCat("netperf: the server process ended during the test (",
+                     WIFSIGNALED(status) ? "signal " : "status ",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), ")"));
+  }
+  return absl::OkStatus();
+}
+
+ServerProcess::~ServerProcess() { (void)Stop(); }
 
 // --- Client ------------------------------------------------------------------------------
 
@@ -472,9 +453,15 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   if (options.port != 0 || (IsUdp(options.test) && options.message_size > kMaxUdpMessage)) {
     return RunClient(options, options.port);  // (an oversized message: refused at once)
   }
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options.server, 0);
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start(options.server);
   if (!server.ok()) return server.status();
-  return RunClient(options, (*server)->port());
+  absl::StatusOr<Result> result = RunClient(options, (*server)->port());
+  const int server_pid = (*server)->pid();
+  absl::Status stopped = (*server)->Stop();
+  if (!result.ok()) return result.status();
+  if (!stopped.ok()) return stopped;
+  result->server_pid = server_pid;
+  return result;
 }
 
 double MbitPerSec(const Result& r) {
@@ -508,6 +495,12 @@ absl::StatusOr<std::string> CanonicalServer(std::string_view value) {
       absl::StrCat("must be \"\" (loopback), \"peer\" (another agent's netserver, chosen by the "
                    "controller) or an IPv4 or IPv6 address, got \"",
                    std::string(value), "\""));
+}
+
+// `server: peer` is resolved by the controller (ParamSpec::resolves_to_peer).
+ParamSpec ResolvedToPeer(ParamSpec spec) {
+  spec.resolves_to_peer = PeerResolution{kPeer, "port"};
+  return spec;
 }
 
 class Netperf : public Workload {
@@ -614,10 +607,11 @@ class Netperf : public Workload {
                "bytes per send (stream) or per request and per response (rr); UDP: at most "
                "65507"),
       IntParam("seconds", "10", 1, 86400, "test length"),
-      StringParam("server", "", CanonicalServer,
-                  "\"\" = 127.0.0.1; \"peer\" = another agent's netserver, chosen by the "
-                  "controller; or an IP address: with port 0 a loopback address where the "
-                  "workload starts its own server, else where a netserver listens"),
+      ResolvedToPeer(
+          StringParam("server", "", CanonicalServer,
+                      "\"\" = 127.0.0.1; \"peer\" = another agent's netserver, chosen by the "
+                      "controller; or an IP address: with port 0 a loopback address where the "
+                      "workload starts its own server, else where a netserver listens")),
       IntParam("port", "0", 0, 65535,
                "control port of a running netserver at `server`; 0 = the workload starts its "
                "own server (loopback only)"),

@@ -2,8 +2,9 @@
 // netperf's four classic tests, written natively: TCP_STREAM, UDP_STREAM (bulk throughput
 // one way) and TCP_RR, UDP_RR (request/response transactions, one in flight). Like netperf
 // and netserver, a client and a server talk over a control connection, and each test gets a
-// fresh data socket. By default the workload starts the server in a thread of its own
-// process, on a loopback address, so one iteration needs nothing else on the host; with a
+// fresh data socket. By default the workload starts the server in a process of its own
+// (ServerProcess), on a loopback address, so one iteration needs nothing else on the host;
+// with a
 // control port it dials a server that is already running, such as another agent's
 // netserver (tlbfleet-agent --netserver-listen), which the controller picks for
 // `server: peer`. See docs/workloads/netperf.md.
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "common/address.h"
 
 namespace tlbfleet::workloads::netperf {
 
@@ -36,29 +38,21 @@ struct Result {
   uint64_t bytes = 0;         // stream: bytes the server received
   uint64_t transactions = 0;  // rr: completed request/response pairs
   double seconds = 0;         // elapsed: stream until the server has read everything sent
+  int server_pid = 0;         // RunOnce's own server process (0: a running server was dialled)
 };
 
 // The largest UDP payload (IPv4: 65535 - 20 - 8).
 inline constexpr size_t kMaxUdpMessage = 65507;
 
 // --- Addresses ---------------------------------------------------------------------------
-// Shared by the workload's `server` parameter, the agent's --netserver-* flags and the
-// controller's choice of a peer, so that all three agree on what an address is.
-
-// `text` as inet_ntop writes it ("::1" for "0:0::1"), or INVALID_ARGUMENT if it is not an
-// IPv4 or IPv6 literal (host names are not resolved: a benchmark should not depend on DNS).
-absl::StatusOr<std::string> CanonicalAddress(std::string_view text);
-bool IsLoopbackAddress(std::string_view address);  // 127.0.0.0/8 or ::1
-bool IsWildcardAddress(std::string_view address);  // 0.0.0.0 or ::
-
-// An IP literal and a port, written "127.0.0.2:12865" or "[::1]:12865".
-struct Endpoint {
-  std::string address;  // canonical (CanonicalAddress)
-  uint16_t port = 0;
-};
-// INVALID_ARGUMENT (saying what is expected, without naming a flag) for anything else.
-absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text);
-std::string FormatEndpoint(const Endpoint& endpoint);
+// In common/address.h, shared by the workload's `server` parameter, the agent's --netserver-*
+// flags and the controller's choice of a peer.
+using ::tlbfleet::CanonicalAddress;
+using ::tlbfleet::Endpoint;
+using ::tlbfleet::FormatEndpoint;
+using ::tlbfleet::IsLoopbackAddress;
+using ::tlbfleet::IsWildcardAddress;
+using ::tlbfleet::ParseEndpoint;
 
 // What a Server reports after each control connection that sent a request.
 struct ServedTest {
@@ -75,6 +69,8 @@ struct ServedTest {
 // control connection's local address (a TCP listener or a UDP socket, port 0) and answers
 // "<port>\n"; the client runs the test on it and sends "end\n" when done (for TCP after
 // closing its data connection); the server answers "<bytes received>\n".
+class ServerProcess;
+
 class Server {
  public:
   // Called on the server's thread after each test; must not block for long.
@@ -91,6 +87,7 @@ class Server {
   uint16_t port() const { return port_; }
 
  private:
+  friend class ServerProcess;  // serves on the listener in its child, without a thread
   Server(int listener, uint16_t port, ServedCallback on_served);
   void Serve();
 
@@ -100,12 +97,34 @@ class Server {
   std::thread thread_;
 };
 
+// A Server in a process of its own, as netserver is: every switch between the client and
+// the server then changes address space, with the TLB cost that implies (a server thread in
+// the client's process would share its mm and hide exactly that). The listener is bound
+// before the fork, so bind errors come from Start(); the child serves until Stop() (or the
+// destructor) kills it, and dies with the thread that started it (PR_SET_PDEATHSIG).
+class ServerProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& address);
+  ~ServerProcess();  // Stop()
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  uint16_t port() const { return port_; }
+  int pid() const { return pid_; }
+  // Kills and reaps the child. INTERNAL if it had already died on its own.
+  absl::Status Stop();
+
+ private:
+  ServerProcess(int pid, uint16_t port) : pid_(pid), port_(port) {}
+  int pid_;
+  uint16_t port_;
+};
+
 // Runs one test against the server at options.server, control port `port`.
 // INVALID_ARGUMENT for a UDP message over kMaxUdpMessage or an unparsable address; other
 // socket errors map from errno (UNAVAILABLE for a refused connection, ...).
 absl::StatusOr<Result> RunClient(const Options& options, uint16_t port);
 
-// With options.port 0: starts a Server on options.server, port 0, and runs the client
+// With options.port 0: starts a ServerProcess on options.server, port 0, and runs the client
 // against it. Otherwise runs the client against the server already at options.server,
 // options.port.
 absl::StatusOr<Result> RunOnce(const Options& options);

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +40,31 @@ TEST(NetperfRunTest, TcpStreamMovesData) {
   EXPECT_GT(r->bytes, 16384u);
   EXPECT_GE(r->seconds, 0.3);
   EXPECT_GT(MbitPerSec(*r), 0);
+}
+
+// As with netserver, a client/server switch changes address space: the workload's own
+// server is another process (another mm), reaped when the test ends.
+TEST(NetperfRunTest, TheWorkloadsServerIsAProcessOfItsOwn) {
+  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kTcpRr, 1));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->transactions, 0u);
+  ASSERT_GT(r->server_pid, 0);
+  EXPECT_NE(r->server_pid, ::getpid());
+  EXPECT_EQ(::kill(r->server_pid, 0), -1) << "the server process was not reaped";
+
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start("127.0.0.1");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string mine = std::to_string(::getpid());
+  std::ifstream status("/proc/" + std::to_string((*server)->pid()) + "/status");
+  std::string line, ppid;
+  while (std::getline(status, line)) {
+    if (line.rfind("PPid:", 0) == 0) ppid = line.substr(line.find_first_not_of(" \t", 5));
+  }
+  EXPECT_EQ(ppid, mine) << "a child process of the workload";
+  absl::StatusOr<Result> again = RunClient(Short(TestKind::kTcpStream, 4096), (*server)->port());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_GT(again->bytes, 0u);
+  EXPECT_TRUE((*server)->Stop().ok());
 }
 
 TEST(NetperfRunTest, OddMessageSizesArriveWhole) {

@@ -7,14 +7,20 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <random>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "agent/workloads/workload_util.h"
 #include "common/files.h"
 
@@ -101,6 +107,85 @@ absl::Status Flush(FlushMode mode, char* piece, size_t size) {
 
 }  // namespace
 
+absl::StatusOr<FlushSizes> ParseFlushSizes(std::string_view text) {
+  FlushSizes sizes;
+  if (Trim(text).empty()) return sizes;
+  const std::string want =
+      "want size:weight,... (a page count or a range like 65-128, and a positive weight)";
+  for (absl::string_view entry :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), ',', absl::SkipWhitespace())) {
+    const std::string e = Trim(std::string_view(entry.data(), entry.size()));
+    const size_t colon = e.find(':');
+    if (colon == std::string::npos)
+      return absl::InvalidArgumentError(absl::StrCat("'", e, "': ", want));
+    const std::string size = Trim(std::string_view(e).substr(0, colon));
+    const std::string weight = Trim(std::string_view(e).substr(colon + 1));
+    if (size == "-1" || size == "GLOBAL" || size == "global") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", e,
+                       "': a full flush is the ceiling's decision, not a size a program asks for; "
+                       "record the distribution under a ceiling above every size (e.g. ceiling: "
+                       "2147483647), or give the sizes those flushes had"));
+    }
+    FlushSize f;
+    const size_t dash = size.find('-');
+    const bool ok_size = dash == std::string::npos
+                             ? absl::SimpleAtoi(size, &f.lo) && (f.hi = f.lo, true)
+                             : absl::SimpleAtoi(size.substr(0, dash), &f.lo) &&
+                                   absl::SimpleAtoi(size.substr(dash + 1), &f.hi);
+    if (!ok_size || f.lo < 1 || f.hi < f.lo || f.hi > kMaxFlushSizePages) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", e, "': the size must be a page count in [1, ", kMaxFlushSizePages,
+                       "] or a range lo-hi within it"));
+    }
+    if (!absl::SimpleAtod(weight, &f.weight) || !(f.weight > 0) || !std::isfinite(f.weight)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", e, "': the weight must be a positive number"));
+    }
+    sizes.push_back(f);
+    if (sizes.size() > kMaxFlushSizeEntries) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("more than ", kMaxFlushSizeEntries, " entries"));
+    }
+  }
+  std::sort(sizes.begin(), sizes.end(), [](const FlushSize& a, const FlushSize& b) {
+    return std::tie(a.lo, a.hi) < std::tie(b.lo, b.hi);
+  });
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    if (sizes[i].lo <= sizes[i - 1].hi) {
+      return absl::InvalidArgumentError(absl::StrCat("sizes ", FormatFlushSizes({sizes[i - 1]}),
+                                                     " and ", FormatFlushSizes({sizes[i]}),
+                                                     " overlap"));
+    }
+  }
+  return sizes;
+}
+
+std::string FormatFlushSizes(const FlushSizes& sizes) {
+  std::vector<std::string> parts;
+  for (const FlushSize& f : sizes) {
+    parts.push_back(absl::StrCat(f.lo == f.hi ? absl::StrCat(f.lo) : absl::StrCat(f.lo, "-", f.hi),
+                                 ":", absl::StrFormat("%g", f.weight)));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+FlushSizeSampler::FlushSizeSampler(const FlushSizes& sizes, uint64_t seed)
+    : sizes_(sizes), state_(seed) {
+  double total = 0;
+  for (const FlushSize& f : sizes_) cumulative_.push_back(total += f.weight);
+}
+
+int64_t FlushSizeSampler::Next() {
+  // 53 random bits -> [0, total).
+  const double u = static_cast<double>(SplitMix64(state_) >> 11) * 0x1.0p-53 * cumulative_.back();
+  size_t i = static_cast<size_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), u) -
+                                 cumulative_.begin());
+  const FlushSize& f = sizes_[std::min(i, sizes_.size() - 1)];
+  const uint64_t span = static_cast<uint64_t>(f.hi - f.lo) + 1;
+  return f.lo + static_cast<int64_t>(SplitMix64(state_) % span);
+}
+
 Options OptionsFromParams(const Params& params) {
   Options o;
   o.threads = static_cast<int>(params.Int("threads"));
@@ -113,6 +198,8 @@ Options OptionsFromParams(const Params& params) {
             : flush == "madvise" ? FlushMode::kMadvise
                                  : FlushMode::kMunmap;
   o.region_mb = static_cast<size_t>(params.Int("region_mb"));
+  // Validated by the schema's canonicalizer: it parses.
+  o.sizes = ParseFlushSizes(params.Str("flush_sizes")).value_or(FlushSizes{});
   return o;
 }
 
@@ -121,7 +208,8 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   const size_t region = options.region_mb << 20;
   const size_t piece = options.entries * page;
   const size_t pieces = std::max<size_t>(1, region / piece);
-  const size_t flushed = pieces * piece;
+  // With drawn sizes the flushed region is the readers' size, cut as the draws fall.
+  const size_t flushed = options.sizes.empty() ? pieces * piece : region;
   const uint64_t offsets_bytes = uint64_t{8} * options.accesses * options.threads;
   if (absl::Status s = CheckMemory(region + flushed + offsets_bytes, "tlbflush"); !s.ok()) {
     return s;
@@ -149,6 +237,21 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   std::vector<std::vector<uint64_t>> offsets(n);
   std::random_device device;
   uint64_t seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+  // Drawn before timing starts, like the readers' offsets: the timed loop only flushes.
+  std::vector<size_t> drawn;  // pages per flush
+  if (!options.sizes.empty()) {
+    FlushSizeSampler sampler(options.sizes, SplitMix64(seed));
+    for (size_t used = 0;;) {
+      const size_t pages = static_cast<size_t>(sampler.Next());
+      if ((used + pages) * page > flushed) break;
+      drawn.push_back(pages);
+      used += pages;
+    }
+    if (drawn.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flush_sizes: the first size drawn does not fit in region_mb=", options.region_mb));
+    }
+  }
   for (std::vector<uint64_t>& o : offsets) {
     o.resize(options.accesses);
     for (uint64_t& offset : o) offset = SplitMix64(seed) % region;
@@ -188,9 +291,24 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   measuring.store(true);
   const auto start = std::chrono::steady_clock::now();
   absl::Status status;
-  for (size_t i = 0; i < pieces && status.ok(); ++i) {
-    status = Flush(options.flush, flushed_mapping.base() + i * piece, piece);
-    if (status.ok()) ++result.flushes;
+  if (drawn.empty()) {
+    for (size_t i = 0; i < pieces && status.ok(); ++i) {
+      status = Flush(options.flush, flushed_mapping.base() + i * piece, piece);
+      if (status.ok()) {
+        ++result.flushes;
+        result.pages += options.entries;
+      }
+    }
+  } else {
+    char* at = flushed_mapping.base();
+    for (size_t i = 0; i < drawn.size() && status.ok(); ++i) {
+      status = Flush(options.flush, at, drawn[i] * page);
+      at += drawn[i] * page;
+      if (status.ok()) {
+        ++result.flushes;
+        result.pages += drawn[i];
+      }
+    }
   }
   result.flush_seconds = SecondsSince(start);
   stop_all();
@@ -265,6 +383,20 @@ class Tlbflush : public Workload {
                         " times/thread/ms, cost ", whole(kCost), "ns/time\n");
   }
 
+  absl::Status CheckCombination(const Params& params) const override {
+    absl::StatusOr<tlbflush::FlushSizes> sizes =
+        tlbflush::ParseFlushSizes(params.Str("flush_sizes"));
+    if (!sizes.ok() || sizes->empty()) return absl::OkStatus();
+    const int64_t largest = sizes->back().hi;
+    const int64_t region_pages = params.Int("region_mb") * (int64_t{1} << 20) / 4096;
+    if (largest > region_pages) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "flush_sizes: the largest size, ", largest, " pages, does not fit in region_mb=",
+          params.Int("region_mb"), " (", region_pages, " pages); raise region_mb"));
+    }
+    return absl::OkStatus();
+  }
+
   int64_t TimeoutSeconds(const Params& params) const override {
     // Faulting in 2 x region_mb and one flush per piece: well under a second per 128 MiB on
     // real hardware, tens of seconds under TCG.
@@ -283,6 +415,16 @@ class Tlbflush : public Workload {
                 "madvise(MADV_DONTNEED)"),
       IntParam("region_mb", "128", 1, 1 << 20,
                "MiB of the readers' region, and of the region cut into flushed pieces"),
+      StringParam(
+          "flush_sizes", "",
+          [](std::string_view v) -> absl::StatusOr<std::string> {
+            absl::StatusOr<tlbflush::FlushSizes> sizes = tlbflush::ParseFlushSizes(v);
+            if (!sizes.ok()) return sizes.status();
+            return tlbflush::FormatFlushSizes(*sizes);
+          },
+          "a recorded distribution of flush sizes to replay instead of `entries`: "
+          "\"size:weight,...\" (sizes in pages or ranges lo-hi), e.g. from `tlbfleet profile "
+          "RUN --flush-sizes`"),
   };
   const std::vector<MetricSpec> metrics_ = {kCost, kAccessRate, kFlushNs, kFlushMs};
   // munmap.c's getopt string "n:l:p:w:ht:"; -h is tlbfleet-bench's help, -l was unused.

@@ -15,7 +15,11 @@
 #include <system_error>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "agent/workloads/workload.h"
 #include "agent/workloads/workload_util.h"
 #include "common/files.h"
@@ -69,17 +73,82 @@ int ReadSparse(const std::string& path, size_t bytes) {
   return sum == 0 ? 0 : 4;
 }
 
+// A /proc/meminfo field in bytes ("MemTotal:  16384 kB"), 0 if absent.
+uint64_t MeminfoBytes(const std::string& text, absl::string_view key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, key) || !absl::ConsumePrefix(&line, ":")) continue;
+    uint64_t kb = 0;
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (!f.empty() && absl::SimpleAtoi(f[0], &kb)) return kb << 10;
+  }
+  return 0;
+}
+
+std::string Mib(uint64_t bytes) { return absl::StrCat(bytes >> 20, " MiB"); }
+
 }  // namespace
+
+absl::StatusOr<double> ParseRamFactor(std::string_view text) {
+  const std::string t = Trim(text);
+  if (t.empty()) return 0.0;
+  double factor = 0;
+  absl::string_view number(t);
+  if (!absl::ConsumeSuffix(&number, "x_ram") || !absl::SimpleAtod(number, &factor) ||
+      !(factor > 0) || factor > kMaxRamFactor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("want \"\" (use size_mb) or a multiple of the host's RAM like \"2x_ram\" or "
+                     "\"0.5x_ram\" (above 0, at most ",
+                     kMaxRamFactor, "), not '", t, "'"));
+  }
+  return factor;
+}
+
+MemoryFacts ReadMemoryFacts(const std::string& dir) {
+  MemoryFacts f;
+  f.dir = dir;
+  if (absl::StatusOr<std::string> meminfo = ReadFile("/proc/meminfo"); meminfo.ok()) {
+    f.ram_bytes = MeminfoBytes(*meminfo, "MemTotal");
+    f.swap_free_bytes = MeminfoBytes(*meminfo, "SwapFree");
+  }
+  struct statfs fs;
+  f.tmpfs = ::statfs(dir.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+  return f;
+}
+
+uint64_t TotalBytes(const Options& options, uint64_t ram_bytes) {
+  const uint64_t bytes =
+      options.ram_factor > 0
+          ? static_cast<uint64_t>(options.ram_factor * static_cast<double>(ram_bytes))
+          : static_cast<uint64_t>(options.size_mb) << 20;
+  return bytes / kPage * kPage;
+}
+
+absl::Status CheckFits(uint64_t total_bytes, const MemoryFacts& facts, std::string_view spelled) {
+  if (!facts.tmpfs || facts.ram_bytes == 0) return absl::OkStatus();
+  if (total_bytes <= facts.ram_bytes + facts.swap_free_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "usemem: size ", std::string(spelled), " = ", Mib(total_bytes), " of sparse files on tmpfs (",
+      facts.dir, ") is more than RAM (", Mib(facts.ram_bytes), ") plus free swap (",
+      Mib(facts.swap_free_bytes),
+      "): tmpfs pages leave RAM only through swap, so this would end in the OOM killer; put "
+      "the files on a disk file system (TMPDIR=/var/tmp) or choose a smaller size"));
+}
 
 absl::StatusOr<Result> RunOnce(const Options& options) {
   const int n = options.processes;
-  const size_t total_pages = (options.size_mb << 20) / kPage;
-  const size_t pages_each = total_pages / n;
   const std::string parent = ParentDir(options);
-  struct statfs fs;
-  if (::statfs(parent.c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
-    // tmpfs pages are not page cache that reclaim can drop: over RAM this is the OOM killer.
-    if (absl::Status s = CheckMemory(total_pages * kPage, "usemem on tmpfs"); !s.ok()) return s;
+  const MemoryFacts facts = ReadMemoryFacts(parent);
+  const uint64_t total = TotalBytes(options, facts.ram_bytes);
+  const std::string spelled = options.ram_factor > 0
+                                  ? absl::StrFormat("%gx_ram", options.ram_factor)
+                                  : absl::StrCat("size_mb=", options.size_mb);
+  if (absl::Status s = CheckFits(total, facts, spelled); !s.ok()) return s;
+  const size_t total_pages = total / kPage;
+  const size_t pages_each = total_pages / n;
+  if (pages_each == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("usemem: size ", spelled, " = ", total_pages, " pages leaves processes=", n,
+                     " with nothing to read; use fewer processes or a larger size"));
   }
   TempDir dir;
   if (absl::Status s = dir.Create(parent); !s.ok()) return s;
@@ -101,7 +170,10 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
   ChildGroup children;
   Result result;
   for (const auto& [path, bytes] : files) {
-    if (absl::Status s = children.Spawn([&] { return ReadSparse(path, bytes); }); !s.ok()) {
+    // Named captures: clang before 16 cannot capture structured bindings (the fuzz preset).
+    if (absl::Status s =
+            children.Spawn([&path = path, bytes = bytes] { return ReadSparse(path, bytes); });
+        !s.ok()) {
       return s;
     }
     result.bytes += bytes;
@@ -145,6 +217,7 @@ class Usemem : public Workload {
     usemem::Options o;
     o.processes = static_cast<int>(params.Int("processes"));
     o.size_mb = static_cast<size_t>(params.Int("size_mb"));
+    o.ram_factor = usemem::ParseRamFactor(params.Str("size")).value_or(0);
     absl::StatusOr<usemem::Result> r = usemem::RunOnce(o);
     if (!r.ok()) return r.status();
     const double seconds = r->seconds > 0 ? r->seconds : 1e-9;
@@ -158,7 +231,8 @@ class Usemem : public Workload {
     // usemem's per-task line, for all processes together, then the throughput.
     const double seconds = FindValue(result, kElapsed.name);
     const double mb_per_sec = FindValue(result, kMbPerSec.name);
-    const auto bytes = static_cast<uint64_t>(params.Int("size_mb")) << 20;
+    const double mib = FindValue(result, kMbPerSec.name) * FindValue(result, kElapsed.name);
+    const auto bytes = static_cast<uint64_t>(mib * (1 << 20) + 0.5) / 4096 * 4096;
     char out[256];
     std::snprintf(out, sizeof out, "%llu bytes / %llu usecs = %llu KB/s\n%.1f MB/s\n",
                   static_cast<unsigned long long>(bytes),
@@ -167,15 +241,39 @@ class Usemem : public Workload {
     return out;
   }
 
+  absl::Status CheckCombination(const Params& params) const override {
+    // Every process needs a page of its own; RAM and swap are checked on the host.
+    const double factor = usemem::ParseRamFactor(params.Str("size")).value_or(0);
+    const int64_t processes = params.Int("processes");
+    if (factor == 0 && params.Int("size_mb") * 256 < processes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "size_mb: ", params.Int("size_mb"), " MiB split over processes=", processes,
+          " is less than one 4 KiB page per process (at least ", (processes + 255) / 256, " MiB)"));
+    }
+    return absl::OkStatus();
+  }
+
   int64_t TimeoutSeconds(const Params& params) const override {
-    // Reading page cache runs at GB/s natively; 50 MB/s is a slow emulated host.
-    return 60 + params.Int("size_mb") / 50;
+    // Reading page cache runs at GB/s natively; 50 MB/s is a slow emulated host. A size in
+    // RAM multiples is timed for a 64 GiB host: set job_timeout_seconds for larger ones.
+    const double factor = usemem::ParseRamFactor(params.Str("size")).value_or(0);
+    const int64_t mb = factor > 0 ? static_cast<int64_t>(factor * 65536) : params.Int("size_mb");
+    return 60 + mb / 50;
   }
 
  private:
   const std::vector<ParamSpec> schema_ = {
       IntParam("processes", "1", 1, 4096, "reading processes, one sparse file each"),
       IntParam("size_mb", "256", 1, 1 << 20, "MiB of sparse files in total, split evenly"),
+      StringParam(
+          "size", "",
+          [](std::string_view v) -> absl::StatusOr<std::string> {
+            absl::StatusOr<double> f = usemem::ParseRamFactor(v);
+            if (!f.ok()) return f.status();
+            return *f == 0 ? std::string() : absl::StrFormat("%gx_ram", *f);
+          },
+          "the total as a multiple of the host's RAM (\"2x_ram\"), split evenly; replaces "
+          "size_mb"),
   };
   const std::vector<MetricSpec> metrics_ = {kMbPerSec, kElapsed};
   const std::vector<ClassicFlag> flags_ = {

@@ -60,6 +60,73 @@ TEST_F(UsememRunTest, MissingDirectoryIsAStatus) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("usemem"));
 }
 
+TEST(UsememSizeTest, RamMultiples) {
+  EXPECT_EQ(*ParseRamFactor("2x_ram"), 2);
+  EXPECT_EQ(*ParseRamFactor(" 0.5x_ram "), 0.5);
+  EXPECT_EQ(*ParseRamFactor(""), 0);
+  for (const char* bad : {"2x", "2", "0x_ram", "-1x_ram", "65x_ram", "x_ram", "2xram"}) {
+    absl::StatusOr<double> f = ParseRamFactor(bad);
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(f.status().message()), HasSubstr("2x_ram")) << bad;
+  }
+  Options o;
+  o.ram_factor = 2;
+  EXPECT_EQ(TotalBytes(o, uint64_t{8} << 30), uint64_t{16} << 30);
+  o.ram_factor = 0;
+  o.size_mb = 3;
+  EXPECT_EQ(TotalBytes(o, uint64_t{8} << 30), uint64_t{3} << 20);
+}
+
+// Seed 004: "64 processes ... the total size of the files are 2*total_mem". On tmpfs
+// without swap that is the OOM killer, so it is refused, saying why and what to do; on a
+// disk file system (or with enough swap) it is fine.
+TEST(UsememSizeTest, OverRamOnTmpfsWithoutSwapIsRefused) {
+  MemoryFacts facts;
+  facts.ram_bytes = uint64_t{8} << 30;
+  facts.swap_free_bytes = 0;
+  facts.tmpfs = true;
+  facts.dir = "/tmp";
+  absl::Status s = CheckFits(uint64_t{16} << 30, facts, "2x_ram");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "usemem: size 2x_ram = 16384 MiB of sparse files on tmpfs (/tmp) is more than RAM "
+            "(8192 MiB) plus free swap (0 MiB): tmpfs pages leave RAM only through swap, so this "
+            "would end in the OOM killer; put the files on a disk file system "
+            "(TMPDIR=/var/tmp) or choose a smaller size");
+  facts.swap_free_bytes = uint64_t{8} << 30;
+  EXPECT_TRUE(CheckFits(uint64_t{16} << 30, facts, "2x_ram").ok()) << "swap takes the rest";
+  facts.swap_free_bytes = 0;
+  facts.tmpfs = false;
+  EXPECT_TRUE(CheckFits(uint64_t{16} << 30, facts, "2x_ram").ok()) << "clean page cache";
+}
+
+// The real /dev/shm (tmpfs): 64x RAM is refused before any file is made.
+TEST(UsememSizeTest, RealTmpfsRefusesBeforeCreatingAnything) {
+  MemoryFacts facts = ReadMemoryFacts("/dev/shm");
+  if (!facts.tmpfs || facts.ram_bytes == 0) GTEST_SKIP() << "no tmpfs at /dev/shm";
+  Options o;
+  o.ram_factor = 64;
+  o.parent_dir = "/dev/shm";
+  if (TotalBytes(o, facts.ram_bytes) <= facts.ram_bytes + facts.swap_free_bytes) {
+    GTEST_SKIP() << "this host has more than 63x its RAM in free swap";
+  }
+  absl::StatusOr<Result> r = RunOnce(o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("64x_ram"));
+}
+
+TEST_F(UsememRunTest, RamMultipleIsSplitOverTheProcesses) {
+  const MemoryFacts facts = ReadMemoryFacts(dir_.string());
+  ASSERT_GT(facts.ram_bytes, 0u);
+  Options o = Tiny(3, 1);
+  o.ram_factor = static_cast<double>(uint64_t{6} << 20) / static_cast<double>(facts.ram_bytes);
+  absl::StatusOr<Result> r = RunOnce(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->bytes, TotalBytes(o, facts.ram_bytes));
+  EXPECT_NEAR(static_cast<double>(r->bytes), 6 << 20, 4096);
+  EXPECT_TRUE(DirIsEmpty());
+}
+
 const Workload& Usemem() {
   LinkAllWorkloads();
   const Workload* w = Registry::Get().Find("usemem");
@@ -92,6 +159,15 @@ TEST(UsememWorkloadTest, BadInputIsRefusedWithTheParameterNamed) {
     EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << name << "=" << value;
     EXPECT_THAT(std::string(p.status().message()), HasSubstr(name + ":"));
   }
+  // Seed 004's setup, as written there.
+  absl::StatusOr<Params> seed = ResolveParams(w, {{"processes", "64"}, {"size", "2.0x_ram"}});
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  EXPECT_EQ(seed->Str("size"), "2x_ram");
+  absl::StatusOr<Params> thin = ResolveParams(w, {{"processes", "300"}, {"size_mb", "1"}});
+  EXPECT_EQ(thin.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(thin.status().message()),
+              HasSubstr("size_mb: 1 MiB split over processes=300 is less than one 4 KiB page "
+                        "per process (at least 2 MiB)"));
 }
 
 }  // namespace

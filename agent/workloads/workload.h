@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,16 @@ enum class ParamType { kInt, kBool, kEnum, kString };
 // inet_ntop writes it). The error says what is expected, without the parameter name.
 using StringCanonicalizer = std::function<absl::StatusOr<std::string>(std::string_view value)>;
 
+// A placeholder value of a kString parameter that the controller resolves to another
+// agent's server before the job runs (netperf's `server: peer`): it picks a connected agent
+// that advertises a server (HostInfo.netserver), reserves it for the job, and writes the
+// server's address into the parameter and its port into `port_param`. Agents and
+// tlbfleet-bench never resolve it; a job that reaches a workload unresolved fails.
+struct PeerResolution {
+  std::string placeholder;  // e.g. "peer"
+  std::string port_param;   // e.g. "port", a kInt parameter of the same schema
+};
+
 // One parameter of a workload's schema.
 struct ParamSpec {
   std::string name;
@@ -36,6 +47,8 @@ struct ParamSpec {
   std::string help;
   // kString only; unset: any string is valid as written.
   StringCanonicalizer canonical = nullptr;
+  // kString only; set when one value of this parameter is resolved to a peer by the controller.
+  std::optional<PeerResolution> resolves_to_peer = std::nullopt;
 
   // OK if `value` is a valid spelling for this parameter. Bools accept
   // true/false/yes/no/on/off/1/0. The error message does not repeat the parameter name:

@@ -21,8 +21,17 @@ namespace {
 class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>,
                           public AgentChannel {
  public:
-  AgentStream(Controller& controller, std::string peer)
-      : controller_(controller), peer_(std::move(peer)) {
+  // A stream refused by authentication (`allowed` not OK) is finished at once, unread.
+  AgentStream(Controller& controller, std::string peer, std::string principal,
+              const absl::Status& allowed, const GrpcCallHook& on_call)
+      : controller_(controller),
+        peer_(std::move(peer)),
+        principal_(std::move(principal)),
+        on_call_(on_call) {
+    if (!allowed.ok()) {
+      Close(ToGrpc(allowed));
+      return;
+    }
     StartRead(&incoming_);
   }
 
@@ -38,6 +47,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
 
   std::string Peer() const override { return peer_; }
 
+  void Close(const absl::Status& status) override { Close(ToGrpc(status)); }
+
   void OnReadDone(bool ok) override {
     if (!ok) {  // the agent closed its side or the connection broke
       Close(grpc::Status::OK);
@@ -48,7 +59,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
         Close(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "first message must be Hello"));
         return;
       }
-      absl::Status s = controller_.Register(this, incoming_.hello());
+      absl::Status s = controller_.Register(this, incoming_.hello(), principal_);
       if (!s.ok()) {
         spdlog::warn("rejecting agent {} from {}: {}", incoming_.hello().agent_id(), peer_,
                      s.ToString());
@@ -102,13 +113,20 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || finished_ || !finish_status_.has_value()) return;
     finished_ = true;
+    if (on_call_) {
+      on_call_(
+          "AgentService/Connect",
+          absl::StatusCodeToString(static_cast<absl::StatusCode>(finish_status_->error_code())));
+    }
     Finish(*finish_status_);
   }
 
   Controller& controller_;
   const std::string peer_;
-  v1::AgentMessage incoming_;  // only touched by the read chain
-  bool registered_ = false;    // only touched by the read chain
+  const std::string principal_;  // the credential's principal; "" in development mode
+  const GrpcCallHook& on_call_;  // the service's; outlives every stream
+  v1::AgentMessage incoming_;    // only touched by the read chain
+  bool registered_ = false;      // only touched by the read chain
 
   absl::Mutex mu_;
   std::deque<v1::ControllerMessage> outgoing_ ABSL_GUARDED_BY(mu_);
@@ -118,83 +136,49 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
   std::optional<grpc::Status> finish_status_ ABSL_GUARDED_BY(mu_);
 };
 
-template <typename Fn>
-grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, Fn&& fn) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(fn()));
-  return reactor;
-}
-
-// Runs `call` (returning StatusOr<T>) and moves its value into `*response`.
-template <typename T, typename Call>
-absl::Status Into(T* response, Call&& call) {
-  absl::StatusOr<T> result = call();
-  if (!result.ok()) return result.status();
-  *response = std::move(*result);
-  return absl::OkStatus();
-}
-
 }  // namespace
+
+Caller GrpcCaller(grpc::CallbackServerContext* context, Authenticator& auth) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  std::string value = it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
+  return auth.FromToken(value, "grpc " + context->peer());
+}
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
-  return new AgentStream(controller_, context->peer());
+  Caller caller = GrpcCaller(context, auth_);
+  absl::Status allowed = caller.development_mode
+                             ? absl::OkStatus()
+                             : Require(caller, v1::ROLE_AGENT, "the agent stream");
+  if (allowed.ok() && require_client_certificate_ &&
+      (context->auth_context() == nullptr || !context->auth_context()->IsPeerAuthenticated())) {
+    allowed = absl::UnauthenticatedError(
+        "the agent stream needs a client certificate signed by the controller's "
+        "--tls-client-ca");
+  }
+  if (!allowed.ok()) {
+    spdlog::warn("refusing an agent stream from {}: {}", context->peer(), allowed.ToString());
+  }
+  return new AgentStream(controller_, context->peer(), caller.principal(), allowed, on_call_);
 }
 
-grpc::ServerUnaryReactor* FleetServiceImpl::SubmitRun(grpc::CallbackServerContext* context,
-                                                      const v1::SubmitRunRequest* request,
-                                                      v1::SubmitRunResponse* response) {
-  return Unary(context, [&] {
-    return Into(response,
-                [&] { return controller_.Submit(request->spec_yaml(), request->source_name()); });
-  });
-}
+#define TLB_FLEET_METHOD(Name, Request, Response)                                                 \
+  grpc::ServerUnaryReactor* FleetServiceImpl::Name(                                               \
+      grpc::CallbackServerContext* context, const v1::Request* request, v1::Response* response) { \
+    return Reply(context, api_.Name(GrpcCaller(context, auth_), *request), response, on_call_,    \
+                 "FleetService/" #Name);                                                          \
+  }
 
-grpc::ServerUnaryReactor* FleetServiceImpl::GetRun(grpc::CallbackServerContext* context,
-                                                   const v1::GetRunRequest* request,
-                                                   v1::Run* response) {
-  return Unary(context, [&] {
-    return Into(response, [&] { return controller_.GetRun(request->run_id()); });
-  });
-}
+TLB_FLEET_METHOD(SubmitRun, SubmitRunRequest, SubmitRunResponse)
+TLB_FLEET_METHOD(GetRun, GetRunRequest, Run)
+TLB_FLEET_METHOD(ListRuns, ListRunsRequest, ListRunsResponse)
+TLB_FLEET_METHOD(CancelRun, CancelRunRequest, Run)
+TLB_FLEET_METHOD(ListHosts, ListHostsRequest, ListHostsResponse)
+TLB_FLEET_METHOD(GetResults, GetResultsRequest, GetResultsResponse)
+TLB_FLEET_METHOD(Compare, CompareRequest, CompareResponse)
+TLB_FLEET_METHOD(ListWorkloads, ListWorkloadsRequest, ListWorkloadsResponse)
 
-grpc::ServerUnaryReactor* FleetServiceImpl::ListRuns(grpc::CallbackServerContext* context,
-                                                     const v1::ListRunsRequest* request,
-                                                     v1::ListRunsResponse* response) {
-  return Unary(context, [&] {
-    return Into(response, [&] { return controller_.ListRuns(request->limit()); });
-  });
-}
-
-grpc::ServerUnaryReactor* FleetServiceImpl::CancelRun(grpc::CallbackServerContext* context,
-                                                      const v1::CancelRunRequest* request,
-                                                      v1::Run* response) {
-  return Unary(context, [&] {
-    return Into(response, [&] { return controller_.CancelRun(request->run_id()); });
-  });
-}
-
-grpc::ServerUnaryReactor* FleetServiceImpl::ListHosts(grpc::CallbackServerContext* context,
-                                                      const v1::ListHostsRequest* request,
-                                                      v1::ListHostsResponse* response) {
-  return Unary(context, [&] { return Into(response, [&] { return controller_.ListHosts(); }); });
-}
-
-grpc::ServerUnaryReactor* FleetServiceImpl::GetResults(grpc::CallbackServerContext* context,
-                                                       const v1::GetResultsRequest* request,
-                                                       v1::GetResultsResponse* response) {
-  return Unary(context, [&] {
-    return Into(response, [&] { return controller_.GetResults(request->run_id()); });
-  });
-}
-
-grpc::ServerUnaryReactor* FleetServiceImpl::Compare(grpc::CallbackServerContext* context,
-                                                    const v1::CompareRequest* request,
-                                                    v1::CompareResponse* response) {
-  return Unary(context, [&] {
-    return Into(response,
-                [&] { return controller_.Compare(request->run_id(), request->baseline()); });
-  });
-}
+#undef TLB_FLEET_METHOD
 
 }  // namespace tlbfleet::api

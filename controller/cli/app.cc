@@ -7,11 +7,15 @@
 #include <cstdlib>
 
 #include "CLI/CLI.hpp"
+#include "common/token_file.h"
 #include "common/version.h"
+#include "controller/cli/ceilings_command.h"
+#include "controller/cli/changepoints_command.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fleet_client.h"
 #include "controller/cli/import_mmtests.h"
+#include "controller/cli/nightly_commands.h"
 
 namespace tlbfleet::cli {
 
@@ -51,6 +55,8 @@ void AddFormatOption(CLI::App* command, std::string* value, std::vector<std::str
 CliEnvironment ProcessEnvironment() {
   CliEnvironment env;
   if (const char* controller = std::getenv("TLBFLEET_CONTROLLER")) env.controller = controller;
+  if (const char* token = std::getenv("TLBFLEET_TOKEN")) env.token = token;
+  if (const char* ca = std::getenv("TLBFLEET_TLS_CA")) env.tls_ca = ca;
   env.stderr_is_tty = ::isatty(STDERR_FILENO) == 1;
   return env;
 }
@@ -70,6 +76,17 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   app.add_option("--controller", controller,
                  "controller gRPC address (default: $TLBFLEET_CONTROLLER or 127.0.0.1:7070)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string tls_ca, tls_server_name;
+  app.add_option("--tls-ca", tls_ca,
+                 "CA (PEM) of the controller's certificate: use TLS (default: $TLBFLEET_TLS_CA)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--tls-server-name", tls_server_name,
+                 "the name on the controller's certificate, when not the --controller host")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "file holding an API token (default: $TLBFLEET_TOKEN; none: development mode)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--timeout-connect", connect_timeout_s, "seconds to wait for a connection")
       ->check(CLI::PositiveNumber)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
@@ -79,7 +96,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
 
-  std::string run_id, file, baseline;
+  std::string run_id, file;
   std::string format = "text";
   std::string results_format = "csv";
   uint32_t limit = 20;
@@ -131,7 +148,18 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       ->add_flag("--lower-is-better", lower_is_better,
                  "with --from-csv: lower values are better (default: higher)")
       ->needs(compare_csv);
-  compare->add_option("--baseline", baseline, "arm to compare against (default: first arm)");
+  CompareFlags compare_flags;
+  compare->add_option("--baseline", compare_flags.baseline,
+                      "arm to compare against (default: first arm)");
+  compare->add_option("--margin", compare_flags.margin,
+                      "equivalence margin of \"same\", e.g. 1% or 0.01 (default 1%)");
+  compare->add_option("--level", compare_flags.level,
+                      "confidence level of the intervals, e.g. 0.95 or 95% (default 0.95)");
+  compare->add_option("--pairing", compare_flags.pairing,
+                      "auto (default: pair arms measured in the same boots), boots, iterations "
+                      "or none");
+  compare->add_flag("--unadjusted", compare_flags.unadjusted,
+                    "judge each row on its own p (default: Benjamini–Hochberg across rows)");
   AddFormatOption(compare, &format, {"text", "json", "csv"});
 
   std::vector<std::string> profile_arms;
@@ -141,6 +169,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   profile->add_option("RUN", run_id, "run id")->required();
   profile->add_option("--arm", profile_arms, "only this arm (repeatable; default: all)");
   profile->add_option("--param", profile_param, "only this sweep value (default: all)");
+  bool profile_flush_sizes = false;
+  profile->add_flag("--flush-sizes", profile_flush_sizes,
+                    "print the tlbflush flush_sizes value that replays this arm's local "
+                    "flushes (one --arm)");
   AddFormatOption(profile, &format, {"text", "json"});
 
   std::string mmtests_config;
@@ -148,6 +180,10 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
       "import-mmtests", "print run specs (YAML) for an mmtests config file; never runs it");
   import_mmtests->add_option("CONFIG", mmtests_config, "mmtests config file, or - for stdin")
       ->required();
+
+  ChangepointsCommand changepoints(app);
+  NightlyCommands nightly(app);
+  CeilingsCommand ceilings(app);
 
   try {
     app.parse(argc, argv);
@@ -157,13 +193,31 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   }
 
   if (import_mmtests->parsed()) return ImportMmtestsCommand(mmtests_config, out, err);
+  if (changepoints.parsed()) return changepoints.Run(out, err);
 
   FleetClientOptions options;
   options.address = controller;
   options.connect_timeout = Millis(connect_timeout_s);
   options.rpc_timeout = Millis(rpc_timeout_s);
-  std::unique_ptr<FleetClient> client = FleetClient::Create(options);
-  Commands commands(*client, out, err, clock, env.stderr_is_tty);
+  options.token = env.token;
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file, "--token-file");
+    if (!token.ok()) {
+      err << "tlbfleet: " << token.status().message() << "\n";
+      return kExitUsage;
+    }
+    options.token = *std::move(token);
+  }
+  options.tls.ca = tls_ca.empty() ? env.tls_ca : tls_ca;
+  options.tls.server_name = tls_server_name;
+  if (nightly.parsed()) return nightly.Run(options, out, err);
+  absl::StatusOr<std::unique_ptr<FleetClient>> client = FleetClient::Create(options);
+  if (!client.ok()) {
+    err << "tlbfleet: " << client.status().message() << "\n";
+    return kExitUsage;
+  }
+  Commands commands(**client, out, err, clock, env.stderr_is_tty);
+  if (ceilings.parsed()) return ceilings.Run(**client, out, err);
 
   if (submit->parsed()) return commands.Submit(file);
   if (runs->parsed()) return commands.Runs(limit, ParseFormat(format));
@@ -179,17 +233,18 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (hosts->parsed()) return commands.Hosts(ParseFormat(format));
   if (results->parsed()) return commands.Results(run_id, ParseFormat(results_format));
   if (profile->parsed()) {
-    return commands.Profile(run_id, profile_arms, profile_param, ParseFormat(format));
+    return commands.Profile(run_id, profile_arms, profile_param, ParseFormat(format),
+                            profile_flush_sizes);
   }
   if (compare->parsed()) {
     if (!from_csv.empty()) {
-      return commands.CompareFromCsv(from_csv, baseline, lower_is_better, ParseFormat(format));
+      return commands.CompareFromCsv(from_csv, compare_flags, lower_is_better, ParseFormat(format));
     }
     if (run_id.empty()) {
       err << "tlbfleet: compare needs RUN or --from-csv FILE\n";
       return kExitUsage;
     }
-    return commands.Compare(run_id, baseline, ParseFormat(format));
+    return commands.Compare(run_id, compare_flags, ParseFormat(format));
   }
   err << "tlbfleet: no command given; see tlbfleet --help\n";
   return kExitUsage;

@@ -14,10 +14,12 @@ inline constexpr char kDefaultController[] = "127.0.0.1:7070";
 // What the CLI takes from its process environment.
 struct CliEnvironment {
   std::string controller;      // $TLBFLEET_CONTROLLER; "" when unset
+  std::string token;           // $TLBFLEET_TOKEN; "" when unset (--token-file wins)
+  std::string tls_ca;          // $TLBFLEET_TLS_CA; "" when unset (--tls-ca wins)
   bool stderr_is_tty = false;  // progress is drawn in place on a terminal
 };
 
-// Reads $TLBFLEET_CONTROLLER and isatty(2).
+// Reads $TLBFLEET_CONTROLLER, $TLBFLEET_TOKEN, $TLBFLEET_TLS_CA and isatty(2).
 CliEnvironment ProcessEnvironment();
 
 // Parses argv, runs the command, returns the exit code (exit_codes.h). Usage errors print a

@@ -125,5 +125,67 @@ TEST_F(AppTest, CompareBaselineIsPassedThrough) {
   EXPECT_EQ(out_.str(), "table\n");
 }
 
+// A ceiling sweep's samples as GetResults returns them: ebizzy on IvyBridge over 1..512,
+// throughput 900 below ceiling 33 and 1000 from it on, two boots of five iterations.
+v1::GetResultsResponse SweepResults() {
+  v1::GetResultsResponse results;
+  uint64_t seq = 0;
+  for (int boot = 0; boot < 2; ++boot) {
+    for (int iteration = 1; iteration <= 5; ++iteration) {
+      for (int ceiling : {1, 2, 4, 8, 16, 33, 64, 128, 256, 512}) {
+        v1::Sample* s = results.add_samples();
+        s->set_seq(seq++);
+        s->set_arm("ebizzy");
+        s->set_microarch("IvyBridge");
+        s->set_boot_id("boot" + std::to_string(boot));
+        s->set_param_name("ceiling");
+        s->set_param_value(std::to_string(ceiling));
+        s->set_iteration(iteration);
+        s->set_metric("records_per_sec");
+        s->set_unit("records/s");
+        s->set_better(v1::BETTER_HIGHER);
+        // A small deterministic wobble: iterations differ, the knee dominates.
+        s->set_value((ceiling >= 33 ? 1000.0 : 900.0) + (iteration - 3) * 1.5 + boot);
+      }
+    }
+  }
+  return results;
+}
+
+TEST_F(AppTest, CeilingsRecommendsTheSmallestCeilingNotWorseThanTheBest) {
+  FakeFleet fleet;
+  fleet.SetResults(SweepResults());
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7"}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("recommended ceiling for IvyBridge: 33"));
+  EXPECT_THAT(out_.str(), HasSubstr("<- recommended"));
+
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7", "--format", "json"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr(R"("microarch":"IvyBridge")"));
+  EXPECT_THAT(out_.str(), HasSubstr(R"("recommended":33)"));
+
+  // Another metric than the run has: nothing to recommend, said so, exit 1.
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7", "--metric", "nope"}),
+            kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("run 7 has no samples of nope yet"));
+}
+
+TEST_F(AppTest, CeilingsOfARunThatIsNotASweepOrUnknown) {
+  FakeFleet fleet;
+  v1::GetResultsResponse plain = SweepResults();
+  for (v1::Sample& s : *plain.mutable_samples()) {
+    s.clear_param_name();
+    s.clear_param_value();
+  }
+  fleet.SetResults(plain);
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("not a ceiling sweep"));
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7", "--format", "xml"}), kExitUsage);
+
+  fleet.SetStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "run 8: no such run"));
+  EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "8"}),
+            ExitCodeForStatus(grpc::StatusCode::NOT_FOUND));
+  EXPECT_THAT(err_.str(), HasSubstr("8"));
+}
+
 }  // namespace
 }  // namespace tlbfleet::cli

@@ -1,12 +1,22 @@
 #include "controller/cli/commands.h"
 
-#include <algorithm>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "common/files.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/format.h"
 #include "controller/cli/progress.h"
 #include "controller/cli/yaml_documents.h"
+#include "controller/report/arm_ceilings.h"
 #include "controller/report/comparison.h"
 #include "controller/report/flush_profile.h"
 #include "controller/report/render.h"
@@ -17,6 +27,20 @@ namespace tlbfleet::cli {
 namespace v1 = tlbfleet::v1;
 
 namespace {
+
+// "-" is standard input, read from fd 0: opening /dev/stdin fails (ENXIO) when standard
+// input is a socket, as it is under a program that spawns the CLI with pipes (Node's).
+absl::StatusOr<std::string> ReadInput(const std::string& file) {
+  if (file != "-") return ReadFile(file);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(STDIN_FILENO, buf, sizeof buf)) > 0) {
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (n < 0) return absl::InvalidArgumentError(std::string("<stdin>: ") + std::strerror(errno));
+  return text;
+}
 
 double Seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 
@@ -45,6 +69,57 @@ std::string RenderComparison(const report::Comparison& comparison, OutputFormat 
   return report::RenderComparisonText(comparison, title);
 }
 
+// "1%" or 0.01 as a fraction; nullopt for anything else.
+std::optional<double> ParseFraction(std::string text) {
+  double scale = 1;
+  if (!text.empty() && text.back() == '%') {
+    text.pop_back();
+    scale = 0.01;
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &value) || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value * scale;
+}
+
+// The flags as CompareOptions, checked: INVALID_ARGUMENT naming the flag ("--margin: ...").
+absl::StatusOr<report::CompareOptions> OptionsFromFlags(const CompareFlags& flags) {
+  report::CompareOptions options;
+  options.baseline = flags.baseline;
+  for (const auto& [name, text, field] : {std::tuple{"--margin", &flags.margin, &options.margin},
+                                          std::tuple{"--level", &flags.level, &options.level}}) {
+    if (text->empty()) continue;
+    std::optional<double> value = ParseFraction(*text);
+    if (!value) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: expected a fraction such as 0.01 or 1%, got \"{}\"", name, *text));
+    }
+    *field = *value;
+  }
+  if (!flags.pairing.empty()) {
+    absl::StatusOr<stats::Pairing> pairing = stats::ParsePairing(flags.pairing);
+    if (!pairing.ok())
+      return absl::InvalidArgumentError("--" + std::string(pairing.status().message()));
+    options.pairing = *pairing;
+  }
+  options.adjust = !flags.unadjusted;
+  if (absl::Status s = report::ValidateCompareOptions(options); !s.ok()) {
+    return absl::InvalidArgumentError("--" + std::string(s.message()));
+  }
+  return options;
+}
+
+// Compare's own errors name the option as the API does ("pairing: ..."); on the command
+// line it is a flag.
+std::string AsFlag(const absl::Status& status) {
+  const std::string message(status.message());
+  for (const char* option : {"pairing:", "margin:", "level:"}) {
+    if (message.rfind(option, 0) == 0) return "--" + message;
+  }
+  return message;
+}
+
 }  // namespace
 
 Commands::Commands(FleetClient& client, std::ostream& out, std::ostream& err, Clock& clock,
@@ -63,7 +138,7 @@ int Commands::RpcFailure(const grpc::Status& status, const std::string& run_id) 
 
 int Commands::Submit(const std::string& file) {
   const bool from_stdin = file == "-";
-  absl::StatusOr<std::string> spec = ReadFile(from_stdin ? "/dev/stdin" : file);
+  absl::StatusOr<std::string> spec = ReadInput(file);
   if (!spec.ok()) {
     std::string reason(spec.status().message());  // "<path>: <strerror>"
     return Error(kExitUsage, "cannot read run spec: " + reason);
@@ -211,7 +286,9 @@ int Commands::Results(const std::string& run_id, OutputFormat format) {
   return kExitOk;
 }
 
-int Commands::Compare(const std::string& run_id, const std::string& baseline, OutputFormat format) {
+int Commands::Compare(const std::string& run_id, const CompareFlags& flags, OutputFormat format) {
+  absl::StatusOr<report::CompareOptions> options = OptionsFromFlags(flags);
+  if (!options.ok()) return Error(kExitUsage, std::string(options.status().message()));
   // JSON and CSV are the full per-(param, metric, arm) records, computed here from the
   // samples with the code --from-csv uses; text is the controller's rendering of the same.
   if (format != OutputFormat::kText) {
@@ -221,29 +298,35 @@ int Commands::Compare(const std::string& run_id, const std::string& baseline, Ou
     v1::GetResultsResponse results;
     status = client_.GetResults(run_id, &results);
     if (!status.ok()) return RpcFailure(status, run_id);
-    report::CompareOptions options;
-    for (const v1::ArmSpec& arm : run.spec().arms()) options.arm_order.push_back(arm.name());
-    options.baseline = baseline;
+    for (const v1::ArmSpec& arm : run.spec().arms()) options->arm_order.push_back(arm.name());
     const std::vector<v1::Sample> samples(results.samples().begin(), results.samples().end());
     absl::StatusOr<report::Comparison> comparison =
-        report::Compare(report::ObservationsFromSamples(samples), options);
+        report::Compare(report::ObservationsFromSamples(samples), *options);
     if (!comparison.ok()) {
-      return Error(kExitUsage,
-                   fmt::format("run {}: {}", run_id, std::string(comparison.status().message())));
+      return Error(kExitUsage, fmt::format("run {}: {}", run_id, AsFlag(comparison.status())));
     }
+    report::AttachArmCeilings(samples, run.spec(), &*comparison);
     out_ << RenderComparison(*comparison, format, "");
     return kExitOk;
   }
+  v1::CompareRequest request;
+  request.set_run_id(run_id);
+  request.set_baseline(flags.baseline);
+  if (!flags.margin.empty()) request.set_margin(options->margin);
+  if (!flags.level.empty()) request.set_level(options->level);
+  if (!flags.pairing.empty()) request.set_pairing(stats::PairingName(options->pairing));
+  request.set_unadjusted(flags.unadjusted);
   v1::CompareResponse response;
-  grpc::Status status = client_.Compare(run_id, baseline, &response);
-  // An unknown baseline arm is INVALID_ARGUMENT (exit 2), so NOT_FOUND is about the run.
+  grpc::Status status = client_.Compare(request, &response);
+  // An unknown baseline arm or an impossible pairing is INVALID_ARGUMENT (exit 2), so
+  // NOT_FOUND is about the run.
   if (!status.ok()) return RpcFailure(status, run_id);
   out_ << WithTrailingNewline(response.text());
   return kExitOk;
 }
 
 int Commands::Profile(const std::string& run_id, const std::vector<std::string>& arms,
-                      const std::string& param_value, OutputFormat format) {
+                      const std::string& param_value, OutputFormat format, bool flush_sizes) {
   v1::Run run;
   grpc::Status status = client_.GetRun(run_id, &run);
   if (!status.ok()) return RpcFailure(status, run_id);
@@ -267,14 +350,32 @@ int Commands::Profile(const std::string& run_id, const std::vector<std::string>&
   }
   std::vector<report::ArmFlushProfile> profiles = report::BuildFlushProfiles(
       samples, order, param_value.empty() ? std::nullopt : std::optional<std::string>(param_value));
+  if (flush_sizes) return PrintFlushSizes(run_id, profiles);
   out_ << (format == OutputFormat::kJson ? report::RenderFlushProfileJson(profiles)
                                          : report::RenderFlushProfileText(profiles));
   return kExitOk;
 }
 
-int Commands::CompareFromCsv(const std::string& file, const std::string& baseline,
+int Commands::PrintFlushSizes(const std::string& run_id,
+                              const std::vector<report::ArmFlushProfile>& profiles) {
+  if (profiles.size() != 1) {
+    return Error(kExitUsage, fmt::format("--flush-sizes: run {} has {} arms with a flush profile; "
+                                         "name one with --arm",
+                                         run_id, profiles.size()));
+  }
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::string> sizes = report::FlushSizesFromProfile(profiles[0], &warnings);
+  if (!sizes.ok()) return Error(kExitUsage, std::string(sizes.status().message()));
+  for (const std::string& w : warnings) err_ << "tlbfleet: " << w << '\n';
+  out_ << "flush_sizes: \"" << *sizes << "\"\n";
+  return kExitOk;
+}
+
+int Commands::CompareFromCsv(const std::string& file, const CompareFlags& flags,
                              bool lower_is_better, OutputFormat format) {
-  absl::StatusOr<std::string> text = ReadFile(file == "-" ? "/dev/stdin" : file);
+  absl::StatusOr<report::CompareOptions> options = OptionsFromFlags(flags);
+  if (!options.ok()) return Error(kExitUsage, std::string(options.status().message()));
+  absl::StatusOr<std::string> text = ReadInput(file);
   if (!text.ok()) {
     return Error(kExitUsage, "cannot read CSV: " + std::string(text.status().message()));
   }
@@ -285,12 +386,9 @@ int Commands::CompareFromCsv(const std::string& file, const std::string& baselin
     return Error(kExitUsage,
                  fmt::format("{}: {}", file, std::string(observations.status().message())));
   }
-  report::CompareOptions options;
-  options.baseline = baseline;
-  absl::StatusOr<report::Comparison> comparison = report::Compare(*observations, options);
+  absl::StatusOr<report::Comparison> comparison = report::Compare(*observations, *options);
   if (!comparison.ok()) {
-    return Error(kExitUsage,
-                 fmt::format("{}: {}", file, std::string(comparison.status().message())));
+    return Error(kExitUsage, fmt::format("{}: {}", file, AsFlag(comparison.status())));
   }
   out_ << RenderComparison(*comparison, format, file);
   return kExitOk;

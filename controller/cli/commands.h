@@ -10,6 +10,7 @@
 
 #include "controller/cli/clock.h"
 #include "controller/cli/fleet_client.h"
+#include "controller/report/flush_profile.h"
 #include "grpcpp/support/status.h"
 
 namespace tlbfleet::cli {
@@ -23,6 +24,15 @@ struct WaitOptions {
   // How long `wait` rides out a controller that stopped answering (restart, network blip)
   // after it has answered once, before giving up with exit code 4.
   std::chrono::milliseconds outage_grace{30000};
+};
+
+// The options of `compare` that shape its verdicts (docs/statistics.md); empty = default.
+struct CompareFlags {
+  std::string baseline;     // arm to compare against; empty = the first
+  std::string margin;       // equivalence margin: "1%" or 0.01; in (0, 100 %)
+  std::string level;        // confidence level: "95%" or 0.95; in (0, 1)
+  std::string pairing;      // auto | boots | iterations | none
+  bool unadjusted = false;  // each row on its own p (no Benjamini–Hochberg across rows)
 };
 
 // Not thread-safe. Every referenced object must outlive the Commands.
@@ -41,18 +51,22 @@ class Commands {
   int Cancel(const std::string& run_id);
   int Hosts(OutputFormat format);
   int Results(const std::string& run_id, OutputFormat format);
-  // `baseline` empty = the controller's default (the spec's first arm). Text is the
-  // controller's Compare answer; JSON and CSV fetch the samples (GetRun, GetResults) and
-  // compute the full comparison here, with the code `CompareFromCsv` uses.
-  int Compare(const std::string& run_id, const std::string& baseline, OutputFormat format);
+  // `flags.baseline` empty = the controller's default (the spec's first arm). Text is the
+  // controller's Compare answer (the flags travel in the CompareRequest); JSON and CSV fetch
+  // the samples (GetRun, GetResults) and compute the full comparison here, with the code
+  // `CompareFromCsv` uses. An invalid flag exits 2 naming it, before any RPC.
+  int Compare(const std::string& run_id, const CompareFlags& flags, OutputFormat format);
   // Offline: reads `arm,boot,param,iteration,metric,value` CSV from `file` ("-" = stdin) and
   // prints the full comparison (report/render.h) in `format`. Arms in first-appearance order
-  // unless `baseline` moves one to the front. Exit 2 on an unreadable or malformed file.
+  // unless `flags.baseline` moves one to the front. Exit 2 on an unreadable or malformed
+  // file, an invalid flag, or a pairing the boots do not allow.
   // The run's flush profile (report/flush_profile.h), arms side by side; `arms` non-empty
-  // keeps only those arms (in that order), `param_value` one sweep value.
+  // keeps only those arms (in that order), `param_value` one sweep value. With `flush_sizes`,
+  // prints instead the tlbflush `flush_sizes` value replaying the (single) arm's local
+  // flushes (docs/workloads/tlbflush.md); more than one arm is a usage error.
   int Profile(const std::string& run_id, const std::vector<std::string>& arms,
-              const std::string& param_value, OutputFormat format);
-  int CompareFromCsv(const std::string& file, const std::string& baseline, bool lower_is_better,
+              const std::string& param_value, OutputFormat format, bool flush_sizes = false);
+  int CompareFromCsv(const std::string& file, const CompareFlags& flags, bool lower_is_better,
                      OutputFormat format);
 
  private:
@@ -60,6 +74,8 @@ class Commands {
   int RpcFailure(const grpc::Status& status, const std::string& run_id);
   // Prints "tlbfleet: <message>" and returns `code`.
   int Error(int code, const std::string& message);
+  int PrintFlushSizes(const std::string& run_id,
+                      const std::vector<report::ArmFlushProfile>& profiles);
 
   FleetClient& client_;
   std::ostream& out_;

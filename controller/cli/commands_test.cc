@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fake_fleet_for_test.h"
@@ -43,12 +45,18 @@ class CommandsTest : public ::testing::Test {
     options.address = address.empty() ? fleet_.address() : address;
     options.connect_timeout = std::chrono::milliseconds(2000);
     options.rpc_timeout = std::chrono::milliseconds(5000);
-    client_ = FleetClient::Create(options);
+    client_ = *FleetClient::Create(options);
     commands_ = std::make_unique<Commands>(*client_, out_, err_, clock_, /*err_is_tty=*/false);
   }
 
   std::string WriteTempFile(const std::string& name, const std::string& contents) {
-    std::string path = ::testing::TempDir() + "/" + name;
+    // One directory per process and test: CTest runs tests in parallel, and two tests that
+    // write the same name in a shared directory read each other's files.
+    const std::string dir = ::testing::TempDir() + "/tlbfleet-cli-test-" +
+                            std::to_string(::getpid()) + "-" +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir);
+    std::string path = dir + "/" + name;
     std::ofstream(path) << contents;
     return path;
   }
@@ -216,7 +224,13 @@ TEST_F(CommandsTest, ResultsCsv) {
   fleet_.SetResults(results);
   EXPECT_EQ(commands_->Results("7", OutputFormat::kCsv), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("run_id,job_id,arm,"));
-  EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,\n"));
+  EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,,false,\n"));
+}
+
+CompareFlags Baseline(const std::string& arm) {
+  CompareFlags flags;
+  flags.baseline = arm;
+  return flags;
 }
 
 TEST_F(CommandsTest, CompareTextIsTheControllersRendering) {
@@ -224,9 +238,53 @@ TEST_F(CommandsTest, CompareTextIsTheControllersRendering) {
   response.set_text("ebizzy\n          base   c1");
   response.mutable_report()->add_arms("base");
   fleet_.SetCompare(response);
-  EXPECT_EQ(commands_->Compare("7", "base", OutputFormat::kText), kExitOk);
+  EXPECT_EQ(commands_->Compare("7", Baseline("base"), OutputFormat::kText), kExitOk);
   EXPECT_EQ(out_.str(), "ebizzy\n          base   c1\n");
   EXPECT_EQ(fleet_.last_compare().baseline(), "base");
+  // Unset options stay unset, so the controller applies its defaults.
+  EXPECT_FALSE(fleet_.last_compare().has_margin());
+  EXPECT_FALSE(fleet_.last_compare().has_level());
+  EXPECT_EQ(fleet_.last_compare().pairing(), "");
+  EXPECT_FALSE(fleet_.last_compare().unadjusted());
+}
+
+TEST_F(CommandsTest, CompareSendsTheVerdictOptions) {
+  fleet_.SetCompare(v1::CompareResponse());
+  CompareFlags flags;
+  flags.margin = "2%";
+  flags.level = "0.9";
+  flags.pairing = "none";
+  flags.unadjusted = true;
+  EXPECT_EQ(commands_->Compare("7", flags, OutputFormat::kText), kExitOk) << err_.str();
+  const v1::CompareRequest request = fleet_.last_compare();
+  EXPECT_DOUBLE_EQ(request.margin(), 0.02);
+  EXPECT_DOUBLE_EQ(request.level(), 0.9);
+  EXPECT_EQ(request.pairing(), "none");
+  EXPECT_TRUE(request.unadjusted());
+}
+
+// Bad options never reach the controller: exit 2, naming the flag.
+TEST_F(CommandsTest, CompareRefusesBadOptionsNamingTheFlag) {
+  const std::string path = WriteTempFile("compare.csv", "arm,boot,param,iteration,metric,value\n");
+  for (const auto& [field, value, message] :
+       {std::tuple{&CompareFlags::margin, "0", "--margin: must be above 0 and below 100 %"},
+        std::tuple{&CompareFlags::margin, "100%", "--margin: must be above 0 and below 100 %"},
+        std::tuple{&CompareFlags::margin, "-1%", "--margin: must be above 0"},
+        std::tuple{&CompareFlags::margin, "lots", "--margin: expected a fraction such as 0.01"},
+        std::tuple{&CompareFlags::level, "1", "--level: must be between 0 and 1"},
+        std::tuple{&CompareFlags::level, "0%", "--level: must be between 0 and 1"},
+        std::tuple{&CompareFlags::pairing, "boot",
+                   "--pairing: expected auto, boots, iterations"}}) {
+    CompareFlags flags;
+    flags.*field = value;
+    err_.str("");
+    EXPECT_EQ(commands_->Compare("7", flags, OutputFormat::kText), kExitUsage) << value;
+    EXPECT_THAT(err_.str(), HasSubstr(message)) << value;
+    err_.str("");
+    EXPECT_EQ(commands_->CompareFromCsv(path, flags, false, OutputFormat::kJson), kExitUsage);
+    EXPECT_THAT(err_.str(), HasSubstr(message)) << value;
+  }
+  EXPECT_FALSE(fleet_.last_compare().has_margin());  // no RPC was made
 }
 
 constexpr char kCompareCsv[] =
@@ -242,17 +300,18 @@ constexpr char kCompareCsv[] =
 
 TEST_F(CommandsTest, CompareFromCsvInEveryFormat) {
   const std::string path = WriteTempFile("compare.csv", kCompareCsv);
-  EXPECT_EQ(commands_->CompareFromCsv(path, "", false, OutputFormat::kText), kExitOk);
+  EXPECT_EQ(commands_->CompareFromCsv(path, Baseline(""), false, OutputFormat::kText), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("records (higher is better)"));
   EXPECT_THAT(out_.str(), HasSubstr("Hmean      threads=1"));
   EXPECT_THAT(out_.str(), HasSubstr("threads=1  malloc  better"));
   out_.str("");
-  EXPECT_EQ(commands_->CompareFromCsv(path, "malloc", true, OutputFormat::kJson), kExitOk);
+  EXPECT_EQ(commands_->CompareFromCsv(path, Baseline("malloc"), true, OutputFormat::kJson),
+            kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("[\n  {\"arm\": \"malloc\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"better\": \"lower\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"verdict\": \"better\""));  // mmap is lower
   out_.str("");
-  EXPECT_EQ(commands_->CompareFromCsv(path, "", false, OutputFormat::kCsv), kExitOk);
+  EXPECT_EQ(commands_->CompareFromCsv(path, Baseline(""), false, OutputFormat::kCsv), kExitOk);
   const std::string csv = out_.str();
   EXPECT_THAT(csv, StartsWith("arm,param,"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
@@ -260,17 +319,26 @@ TEST_F(CommandsTest, CompareFromCsvInEveryFormat) {
 }
 
 TEST_F(CommandsTest, CompareFromCsvErrorsAreUsageErrors) {
-  EXPECT_EQ(commands_->CompareFromCsv("/nonexistent/x.csv", "", false, OutputFormat::kText),
-            kExitUsage);
+  EXPECT_EQ(
+      commands_->CompareFromCsv("/nonexistent/x.csv", Baseline(""), false, OutputFormat::kText),
+      kExitUsage);
   EXPECT_THAT(err_.str(), StartsWith("tlbfleet: cannot read CSV: /nonexistent/x.csv"));
   err_.str("");
   const std::string bad = WriteTempFile("bad.csv", "arm,value\nx,1\n");
-  EXPECT_EQ(commands_->CompareFromCsv(bad, "", false, OutputFormat::kText), kExitUsage);
+  EXPECT_EQ(commands_->CompareFromCsv(bad, Baseline(""), false, OutputFormat::kText), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("the header lacks column \"boot\""));
   err_.str("");
   const std::string path = WriteTempFile("compare.csv", kCompareCsv);
-  EXPECT_EQ(commands_->CompareFromCsv(path, "nope", false, OutputFormat::kText), kExitUsage);
+  EXPECT_EQ(commands_->CompareFromCsv(path, Baseline("nope"), false, OutputFormat::kText),
+            kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("no arm named \"nope\""));
+  // mmap and malloc ran in boots of their own: they cannot be paired.
+  err_.str("");
+  CompareFlags pair;
+  pair.pairing = "boots";
+  EXPECT_EQ(commands_->CompareFromCsv(path, pair, false, OutputFormat::kText), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--pairing: pairing by boot needs at least 2 boots both arms "
+                                    "were measured in"));
 }
 
 TEST_F(CommandsTest, CompareRunCsvComputesFromTheSamples) {
@@ -293,7 +361,7 @@ TEST_F(CommandsTest, CompareRunCsvComputesFromTheSamples) {
   *per_thread = results.samples(0);
   per_thread->set_series("thread0");
   fleet_.SetResults(results);
-  EXPECT_EQ(commands_->Compare("7", "", OutputFormat::kCsv), kExitOk);
+  EXPECT_EQ(commands_->Compare("7", {}, OutputFormat::kCsv), kExitOk);
   // Arms in the spec's order although malloc's samples come first; thread series left out.
   EXPECT_THAT(out_.str(), HasSubstr("\nmmap,,,,records,,higher,2,1,"));
   EXPECT_THAT(out_.str(), HasSubstr("\nmalloc,,,,records,,higher,2,1,"));
@@ -302,7 +370,7 @@ TEST_F(CommandsTest, CompareRunCsvComputesFromTheSamples) {
   // JSON: the same records, with the fields docs/statistics.md lists.
   out_.str("");
   fleet_.ScriptGetRun({Ok(run)});
-  EXPECT_EQ(commands_->Compare("7", "", OutputFormat::kJson), kExitOk);
+  EXPECT_EQ(commands_->Compare("7", {}, OutputFormat::kJson), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("\"arm\": \"malloc\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"welch_p\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"verdict\""));
@@ -339,7 +407,7 @@ TEST(ConnectDeadlineTest, SilentListenerHitsDeadline) {
   options.address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   options.connect_timeout = std::chrono::milliseconds(300);
   options.rpc_timeout = std::chrono::milliseconds(300);
-  auto client = FleetClient::Create(options);
+  auto client = *FleetClient::Create(options);
   v1::ListHostsResponse hosts;
   grpc::Status status = client->ListHosts(&hosts);
   EXPECT_EQ(ExitCodeForStatus(status.error_code()), kExitUnreachable) << status.error_message();
@@ -373,6 +441,32 @@ TEST_F(CommandsTest, ProfilePrintsTheFlushTableAndRefusesUnknownArms) {
   out_.str("");
   EXPECT_EQ(commands_->Profile("7", {"nope"}, "", OutputFormat::kText), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--arm"));
+}
+
+// `profile --flush-sizes` turns one arm's local mm shootdowns into tlbflush's flush_sizes.
+TEST_F(CommandsTest, ProfileFlushSizesForOneArm) {
+  v1::Run run = MakeRun(v1::RUN_STATE_SUCCEEDED, 2, 2, 0);
+  run.mutable_spec()->add_arms()->set_name("wide");
+  run.mutable_spec()->add_arms()->set_name("other");
+  fleet_.ScriptGetRun({Ok(run), Ok(run), Ok(run)});
+  v1::GetResultsResponse results;
+  for (const auto& [arm, series, value] :
+       {std::tuple{"wide", "reason=3,pages=1", 57.0}, std::tuple{"wide", "reason=3,pages=2", 14.0},
+        std::tuple{"wide", "reason=3,pages=-1", 2.0}, std::tuple{"wide", "reason=1,pages=1", 9.0},
+        std::tuple{"other", "reason=3,pages=4", 1.0}}) {
+    v1::Sample* s = results.add_samples();
+    s->set_arm(arm);
+    s->set_metric("tlb_flush_events");
+    s->set_series(series);
+    s->set_value(value);
+  }
+  fleet_.SetResults(results);
+  EXPECT_EQ(commands_->Profile("7", {"wide"}, "", OutputFormat::kText, true), kExitOk);
+  EXPECT_EQ(out_.str(), "flush_sizes: \"1:57,2:14\"\n");
+  EXPECT_THAT(err_.str(), HasSubstr("2 full flushes left out"));
+  out_.str("");
+  EXPECT_EQ(commands_->Profile("7", {}, "", OutputFormat::kText, true), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("name one with --arm"));
 }
 
 }  // namespace

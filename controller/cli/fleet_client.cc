@@ -8,40 +8,45 @@ namespace tlbfleet::cli {
 
 namespace v1 = tlbfleet::v1;
 
-std::unique_ptr<FleetClient> FleetClient::Create(const FleetClientOptions& options) {
+absl::StatusOr<std::unique_ptr<FleetClient>> FleetClient::Create(
+    const FleetClientOptions& options) {
   grpc::ChannelArguments args;
   // Results of a long run easily exceed gRPC's default 4 MiB receive limit.
   args.SetMaxReceiveMessageSize(-1);
-  return std::make_unique<FleetClient>(
-      grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), args),
-      options);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(options.address, options.tls, args);
+  if (!channel.ok()) return channel.status();
+  return std::make_unique<FleetClient>(*std::move(channel), options);
 }
 
 FleetClient::FleetClient(std::shared_ptr<grpc::Channel> channel, const FleetClientOptions& options)
     : channel_(std::move(channel)), stub_(v1::FleetService::NewStub(channel_)), options_(options) {}
 
-grpc::Status FleetClient::EnsureConnected() {
-  if (connect_attempted_) return grpc::Status::OK;
-  connect_attempted_ = true;
-  auto deadline = std::chrono::system_clock::now() + options_.connect_timeout;
-  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
+grpc::Status WaitUntilConnected(grpc::Channel& channel, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::system_clock::now() + timeout;
+  grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
-    // A failed attempt is reported by the call itself, which fails fast with the transport's
-    // reason (refused, no such host, ...); that message is better than ours.
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE || state == GRPC_CHANNEL_SHUTDOWN) break;
-    if (!channel_->WaitForStateChange(state, deadline)) {
-      double seconds = std::chrono::duration<double>(options_.connect_timeout).count();
+    if (!channel.WaitForStateChange(state, deadline)) {
+      double seconds = std::chrono::duration<double>(timeout).count();
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           fmt::format("no connection within {:g} s", seconds));
     }
-    state = channel_->GetState(/*try_to_connect=*/true);
+    state = channel.GetState(/*try_to_connect=*/true);
   }
   return grpc::Status::OK;
+}
+
+grpc::Status FleetClient::EnsureConnected() {
+  if (connect_attempted_) return grpc::Status::OK;
+  connect_attempted_ = true;
+  return WaitUntilConnected(*channel_, options_.connect_timeout);
 }
 
 void FleetClient::PrepareContext(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
   context->set_wait_for_ready(false);
+  if (!options_.token.empty()) context->AddMetadata("authorization", "Bearer " + options_.token);
 }
 
 template <typename Request, typename Response, typename Method>
@@ -86,11 +91,8 @@ grpc::Status FleetClient::GetResults(const std::string& run_id, v1::GetResultsRe
   return Call(&v1::FleetService::Stub::GetResults, request, response);
 }
 
-grpc::Status FleetClient::Compare(const std::string& run_id, const std::string& baseline,
+grpc::Status FleetClient::Compare(const v1::CompareRequest& request,
                                   v1::CompareResponse* response) {
-  v1::CompareRequest request;
-  request.set_run_id(run_id);
-  request.set_baseline(baseline);
   return Call(&v1::FleetService::Stub::Compare, request, response);
 }
 

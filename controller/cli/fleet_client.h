@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "common/grpc_channel.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
@@ -18,12 +19,23 @@ struct FleetClientOptions {
   std::string address = "127.0.0.1:7070";  // any gRPC target: host:port, unix:/path, dns:///...
   std::chrono::milliseconds connect_timeout{5000};  // for the first connection
   std::chrono::milliseconds rpc_timeout{30000};     // per call
+  // Sent as `authorization: Bearer <token>` metadata on every call; empty: none (a
+  // controller in development mode).
+  std::string token;
+  ClientTls tls;  // plain text when tls.ca is empty
 };
+
+// The CLI's connection policy, shared by its clients: waits up to `timeout` for `channel` to
+// be ready. OK as soon as it is, and also when an attempt has failed (the call that follows
+// fails fast with the transport's reason, which says more than we could); UNAVAILABLE when the
+// time ran out.
+grpc::Status WaitUntilConnected(grpc::Channel& channel, std::chrono::milliseconds timeout);
 
 class FleetClient {
  public:
-  // Plain-text (insecure) channel to options.address. Does not connect yet.
-  static std::unique_ptr<FleetClient> Create(const FleetClientOptions& options);
+  // A channel to options.address (TLS when options.tls.ca is set). Does not connect yet.
+  // INVALID_ARGUMENT naming the flag when a TLS file cannot be read.
+  static absl::StatusOr<std::unique_ptr<FleetClient>> Create(const FleetClientOptions& options);
 
   FleetClient(std::shared_ptr<grpc::Channel> channel, const FleetClientOptions& options);
 
@@ -39,7 +51,7 @@ class FleetClient {
   grpc::Status CancelRun(const std::string& run_id, tlbfleet::v1::Run* response);
   grpc::Status ListHosts(tlbfleet::v1::ListHostsResponse* response);
   grpc::Status GetResults(const std::string& run_id, tlbfleet::v1::GetResultsResponse* response);
-  grpc::Status Compare(const std::string& run_id, const std::string& baseline,
+  grpc::Status Compare(const tlbfleet::v1::CompareRequest& request,
                        tlbfleet::v1::CompareResponse* response);
 
  private:

@@ -224,6 +224,17 @@ std::string CeilingCell(const tlbfleet::v1::CeilingInfo& ceiling) {
 
 std::string ShortAgentId(const std::string& agent_id) { return agent_id.substr(0, 8); }
 
+namespace {
+
+// A degraded host's CEILING cell: its current value, flagged; the reason has its own column.
+std::string DegradedOr(const tlbfleet::v1::HostInfo& info, std::string cell) {
+  if (!info.ceiling_degraded()) return cell;
+  return info.ceiling().has_value() ? fmt::format("{} DEGRADED", info.ceiling().value())
+                                    : "DEGRADED";
+}
+
+}  // namespace
+
 std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
   std::vector<std::string> header = {"HOSTNAME", "AGENT",   "MICROARCH", "CPUS",
                                      "KERNEL",   "CEILING", "CONNECTED", "LEASE"};
@@ -235,8 +246,18 @@ std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
   const bool reboots =
       std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
                   [](const tlbfleet::v1::Host& h) { return h.info().can_reboot(); });
+  // And hosts whose flush ceiling is degraded (a failed restore): they take no ceiling jobs.
+  const bool degraded =
+      std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
+                  [](const tlbfleet::v1::Host& h) { return h.info().ceiling_degraded(); });
   if (reboots) header.push_back("REBOOTS");
   if (netservers) header.push_back("NETSERVER");
+  if (degraded) header.push_back("DEGRADED");
+  // And only fleets whose agents have boot entries (--boot-entries): the entry of this boot.
+  const bool entries =
+      std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
+                  [](const tlbfleet::v1::Host& h) { return h.info().boot_entries_size() > 0; });
+  if (entries) header.push_back("BOOT ENTRY");
   TextTable table(header);
   table.SetAlign(3, TextTable::Align::kRight);
   for (const auto& host : hosts.hosts()) {
@@ -244,13 +265,32 @@ std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
     std::vector<std::string> row = {
         OrDash(info.hostname()),         OrDash(ShortAgentId(host.agent_id())),
         OrDash(info.cpu().microarch()),  std::to_string(info.logical_cpus()),
-        OrDash(info.kernel_release()),   CeilingCell(info.ceiling()),
+        OrDash(info.kernel_release()),   DegradedOr(info, CeilingCell(info.ceiling())),
         host.connected() ? "yes" : "no", OrDash(host.current_lease())};
     if (reboots) row.push_back(info.can_reboot() ? "yes" : "no");
     if (netservers) row.push_back(OrDash(info.netserver()));
+    if (degraded) row.push_back(OrDash(info.ceiling_degraded_reason()));
+    if (entries) {
+      row.push_back(info.boot_entry_error().empty() ? OrDash(info.boot_entry())
+                                                    : "none (" + info.boot_entry_error() + ")");
+    }
     table.AddRow(row);
   }
-  return table.Render();
+  std::string out = table.Render();
+  if (!entries) return out;
+  // What each entry is expected to boot: what a run's `boot_entry` may name on that host.
+  out += "\nboot entries:\n";
+  for (const auto& host : hosts.hosts()) {
+    for (const auto& e : host.info().boot_entries()) {
+      std::string expect = e.release().empty() ? "" : "release " + e.release();
+      for (const std::string& word : e.cmdline()) {
+        expect += (expect.empty() ? "cmdline " : ", cmdline ") + word;
+      }
+      out += fmt::format("  {}  {}{}  {}\n", OrDash(host.info().hostname()), e.name(),
+                         e.name() == host.info().boot_entry() ? " (this boot)" : "", expect);
+    }
+  }
+  return out;
 }
 
 std::string BetterName(tlbfleet::v1::Better better) {
@@ -266,7 +306,7 @@ std::string BetterName(tlbfleet::v1::Better better) {
 
 std::string ResultsCsvHeader() {
   return "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
-         "host,boot_id,kernel_release,ceiling_applied,ceiling\n";
+         "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host\n";
 }
 
 std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
@@ -274,7 +314,8 @@ std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
                  std::to_string(s.iteration()), s.metric(), s.series(), FormatDouble(s.value()),
                  s.unit(), BetterName(s.better()), s.host(), s.boot_id(), s.kernel_release(),
                  s.ceiling_applied() ? "true" : "false",
-                 s.ceiling_applied() ? std::to_string(s.ceiling()) : ""});
+                 s.ceiling_applied() || s.ceiling_observed() ? std::to_string(s.ceiling()) : "",
+                 s.ceiling_observed() ? "true" : "false", s.peer_host()});
 }
 
 std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results) {

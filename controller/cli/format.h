@@ -60,7 +60,9 @@ std::string FormatRunDetails(const tlbfleet::v1::Run& run);
 std::string CeilingCell(const tlbfleet::v1::CeilingInfo& ceiling);
 // The first 8 characters of an agent id (enough to tell agents apart on screen).
 std::string ShortAgentId(const std::string& agent_id);
-// The `hosts` table: HOSTNAME AGENT MICROARCH CPUS KERNEL CEILING CONNECTED LEASE.
+// The `hosts` table: HOSTNAME AGENT MICROARCH CPUS KERNEL CEILING CONNECTED LEASE (and
+// REBOOTS, NETSERVER, BOOT ENTRY when a host has them), then each host's boot entries with
+// what they are expected to boot.
 std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts);
 
 // The header line of `results --format csv`.

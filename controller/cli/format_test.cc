@@ -173,6 +173,31 @@ TEST(FormatHostsTableTest, LockedDownHost) {
             "(integrity)  no         -\n");
 }
 
+// A host whose restore failed: the ceiling it holds now, flagged, and why in its own column.
+TEST(FormatHostsTableTest, DegradedHost) {
+  tlbfleet::v1::ListHostsResponse hosts;
+  auto* h = hosts.add_hosts();
+  h->set_agent_id("0123456789abcdef");
+  h->set_connected(true);
+  h->mutable_info()->set_hostname("ivy1");
+  h->mutable_info()->set_logical_cpus(8);
+  h->mutable_info()->mutable_ceiling()->set_has_value(true);
+  h->mutable_info()->mutable_ceiling()->set_value(34);
+  h->mutable_info()->mutable_ceiling()->set_reason("degraded: restore to 33 failed");
+  h->mutable_info()->set_ceiling_degraded(true);
+  h->mutable_info()->set_ceiling_degraded_reason("restore to 33 failed");
+  auto* ok = hosts.add_hosts();
+  ok->mutable_info()->set_hostname("ivy2");
+  ok->mutable_info()->mutable_ceiling()->set_writable(true);
+  ok->mutable_info()->mutable_ceiling()->set_has_value(true);
+  ok->mutable_info()->mutable_ceiling()->set_value(33);
+  const std::string table = FormatHostsTable(hosts);
+  EXPECT_THAT(table, HasSubstr("LEASE  DEGRADED\n"));
+  EXPECT_THAT(table, HasSubstr("34 DEGRADED"));
+  EXPECT_THAT(table, HasSubstr("restore to 33 failed\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("ivy2 .* 33 .* -\n"));
+}
+
 TEST(FormatHostsTableTest, NetserverColumnWhenAHostRunsOne) {
   tlbfleet::v1::ListHostsResponse hosts;
   auto* peer = hosts.add_hosts();
@@ -235,10 +260,17 @@ TEST(ResultsCsvTest, HeaderAndQuotedRow) {
 
   EXPECT_EQ(FormatResultsCsv(results),
             "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
-            "host,boot_id,kernel_release,ceiling_applied,ceiling\n"
+            "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host\n"
             "7,3,\"ceiling,1\",threads,4,2,records/s,,12345.5,\"ops \"\"per\"\" sec\",higher,"
-            "ivy1,b00t,6.1.0,true,1\n"
-            "7,0,,,,0,latency,thread0,0.25,,lower,,,,false,\n");
+            "ivy1,b00t,6.1.0,true,1,false,\n"
+            "7,0,,,,0,latency,thread0,0.25,,lower,,,,false,,false,\n");
+  // A job whose arm set no ceiling still says which one it ran under; a netperf peer job
+  // names its peer.
+  t->set_ceiling_observed(true);
+  t->set_ceiling(33);
+  t->set_peer_host("b2-07");
+  EXPECT_THAT(FormatResultsCsv(results),
+              HasSubstr("7,0,,,,0,latency,thread0,0.25,,lower,,,,false,33,true,b2-07\n"));
 }
 
 TEST(ToJsonTest, ProtoFieldNamesAndDefaults) {

@@ -333,6 +333,9 @@ std::optional<std::string> Importer::BuildSpec(const std::string& mmtest, int li
   };
   if (mmtest == "ebizzy") {
     s.benchmark = "ebizzy";
+    // mmtests runs `ebizzy -S $DURATION -t $THREADS` without -m or -M: copy buffers come from
+    // glibc's malloc, as in the published numbers; tlbfleet's own default is mmap=always.
+    s.params.emplace_back("mmap", "auto");
     param("seconds", "EBIZZY_DURATION");
     s.sweep = PolicySweep("threads", "topology", Bound("EBIZZY_MIN_THREADS"),
                           Bound("EBIZZY_MAX_THREADS"));

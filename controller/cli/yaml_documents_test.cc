@@ -42,7 +42,7 @@ class MultiDocumentSubmitTest : public ::testing::Test {
   MultiDocumentSubmitTest() {
     FleetClientOptions options;
     options.address = fleet_.address();
-    client_ = FleetClient::Create(options);
+    client_ = *FleetClient::Create(options);
     commands_ = std::make_unique<Commands>(*client_, out_, err_, clock_, false);
   }
   std::string Write(const std::string& contents) {

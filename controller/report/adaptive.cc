@@ -7,21 +7,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "boost/math/distributions/chi_squared.hpp"
 
 namespace tlbfleet::report {
 
 namespace {
 
-// A bootstrap interval from fewer samples per arm has only a handful of distinct resamples
-// (2 samples: 3 multisets) and can look narrow by chance; such a row never counts as settled.
-constexpr size_t kMinSamplesToSettle = 5;
+using ChiSquared = boost::math::chi_squared_distribution<
+    double, boost::math::policies::policy<boost::math::policies::promote_double<false>>>;
 
 struct Row {
   std::string label;    // "ops_per_sec threads=4, arm fast"
-  bool enough = false;  // both arms have kMinSamplesToSettle samples
+  bool enough = false;  // enough units to settle (see adaptive.h)
   double half_width = std::numeric_limits<double>::infinity();  // of the ratio CI
-  Verdict verdict = Verdict::kUnknown;
-  std::optional<double> between_share;  // the larger of the two arms' shares
+  double guarded_half_width = std::numeric_limits<double>::infinity();
+  std::optional<int> optimal_iterations;  // Kalibera–Jones r1*
 };
 
 std::string Percent(double fraction) {
@@ -41,15 +41,42 @@ std::string PlanText(const v1::AdaptiveSpec& adaptive, const AdaptivePlan& plan)
   return absl::StrCat(iterations, " x ", boots, " per arm");
 }
 
-bool WithinTarget(const Row& row, double target) { return row.enough && row.half_width <= target; }
-
-bool Settled(const Row& row, double target) {
-  return WithinTarget(row, target) ||
-         (row.enough && (row.verdict == Verdict::kBetter || row.verdict == Verdict::kWorse ||
-                         row.verdict == Verdict::kSame));
+// ", at most 0.81% with 80% confidence" when the guard widened the half-width.
+std::string Guarded(const Row& row) {
+  if (!std::isfinite(row.guarded_half_width) || row.guarded_half_width <= row.half_width) {
+    return "";
+  }
+  return absl::StrFormat(", at most %s with %.0f%% confidence", Percent(row.guarded_half_width),
+                         100 * kStopConfidence);
 }
 
-std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Comparison& comparison) {
+bool Settled(const Row& row, double target) {
+  return row.enough && row.guarded_half_width <= target;
+}
+
+// How much wider the interval may really be than it looks (>= 1); see adaptive.h. Two
+// guards against stopping when the units' sample variance is low by chance:
+//  - a floor: a boot unit's variance is at least the iteration noise it averages
+//    (T1^2 / r of each arm, estimated from every iteration, with many more degrees of
+//    freedom than the boots give), so a smaller estimate is known to be too small;
+//  - an upper confidence bound: the variance estimate with df degrees of freedom is scaled
+//    to its one-sided kStopConfidence bound, df / chi2(1 - kStopConfidence, df).
+double GuardFactor(const ArmResult& base, const ArmResult& arm) {
+  const stats::RatioTest& t = arm.test;
+  if (!t.se || !t.df || !(*t.se > 0)) return 1;
+  double factor = 1;
+  if (t.scope == stats::Scope::kAcrossBoots && base.log_variance.within &&
+      arm.log_variance.within && t.base_units > 0 && t.other_units > 0) {
+    const double floor = *base.log_variance.within / base.log_variance.iterations / t.base_units +
+                         *arm.log_variance.within / arm.log_variance.iterations / t.other_units;
+    factor *= std::sqrt(std::max(1.0, floor / (*t.se * *t.se)));
+  }
+  const double chi = boost::math::quantile(ChiSquared(*t.df), 1 - kStopConfidence);
+  return factor * std::sqrt(*t.df / chi);
+}
+
+std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Comparison& comparison,
+                        bool several_boots) {
   std::vector<Row> rows;
   for (const GroupResult& group : comparison.groups) {
     if (std::find(metrics.begin(), metrics.end(), group.metric) == metrics.end()) continue;
@@ -65,13 +92,15 @@ std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Compariso
       absl::StrAppend(&row.label, ", arm ", arm.arm);
       if (arm.ratio_ci_low.has_value() && arm.ratio_ci_high.has_value()) {
         row.half_width = (*arm.ratio_ci_high - *arm.ratio_ci_low) / 2;
+        row.guarded_half_width = row.half_width * GuardFactor(base, arm);
       }
-      row.verdict = arm.verdict;
-      row.enough = base.n >= kMinSamplesToSettle && arm.n >= kMinSamplesToSettle;
-      for (const ArmResult* a : {&base, &arm}) {
-        if (!a->variance.between_share.has_value()) continue;
-        row.between_share = std::max(row.between_share.value_or(0), *a->variance.between_share);
+      if (several_boots) {
+        row.enough = arm.test.scope == stats::Scope::kAcrossBoots &&
+                     std::min(base.boots, arm.boots) >= kMinBootsToSettle;
+      } else {
+        row.enough = std::min(base.n, arm.n) >= kMinIterationsToSettle;
       }
+      row.optimal_iterations = arm.advice.iterations_per_boot;
       rows.push_back(std::move(row));
     }
   }
@@ -85,7 +114,8 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
                                 const Comparison& comparison, const AdaptivePlan& plan) {
   AdaptiveDecision d;
   const double target = adaptive.target_ci();
-  const std::vector<Row> rows = RowsOf(metrics, comparison);
+  const bool several_boots = adaptive.boots().max() >= 2 || plan.boots >= 2;
+  const std::vector<Row> rows = RowsOf(metrics, comparison, several_boots);
   if (rows.empty()) {
     d.reason = absl::StrCat("stopped after ", PlanText(adaptive, plan),
                             ": nothing to compare (no samples of the judged metrics in two arms)");
@@ -93,48 +123,54 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
   }
   const Row* widest = nullptr;  // the widest unsettled row
   const Row* widest_any = &rows.front();
-  size_t within_target = 0;
   size_t unsettled = 0;
   for (const Row& row : rows) {
     if (row.half_width > widest_any->half_width) widest_any = &row;
-    if (WithinTarget(row, target)) ++within_target;
     if (Settled(row, target)) continue;
     ++unsettled;
     if (widest == nullptr || row.half_width > widest->half_width) widest = &row;
   }
-  if (within_target == rows.size()) {
-    d.reason =
-        absl::StrCat("target reached after ", PlanText(adaptive, plan),
-                     ": every ratio CI half-width", " is within ", Percent(target), " (widest ",
-                     Percent(widest_any->half_width), ": ", widest_any->label, ")");
-    return d;
-  }
   if (unsettled == 0) {
-    d.reason =
-        absl::StrCat("verdicts settled after ", PlanText(adaptive, plan), ": every row is better,",
-                     " worse or same, or within the ", Percent(target), " target (", rows.size(),
-                     " row", rows.size() == 1 ? "" : "s", ")");
+    d.reason = absl::StrCat("target reached after ", PlanText(adaptive, plan),
+                            ": every ratio CI half-width is within ", Percent(target), " (widest ",
+                            Percent(widest_any->half_width), Guarded(*widest_any), ": ",
+                            widest_any->label, ")");
     return d;
   }
   const bool can_add_boot = adaptive.boots().max() > 0 && plan.boots < adaptive.boots().max();
+  const bool adaptive_iterations = adaptive.iterations().max() > 0;
   const bool can_add_iterations =
-      adaptive.iterations().max() > 0 && plan.iterations_per_boot < adaptive.iterations().max();
-  const std::string why =
+      adaptive_iterations && plan.iterations_per_boot < adaptive.iterations().max();
+  std::string why =
       absl::StrCat(unsettled, " of ", rows.size(), " row", rows.size() == 1 ? "" : "s",
-                   " unsettled; widest CI ±", Percent(widest->half_width), " at ", widest->label);
+                   " unsettled; widest CI ±", Percent(widest->half_width), Guarded(*widest), " at ",
+                   widest->label);
+  if (!widest->enough) {
+    absl::StrAppend(
+        &why, several_boots
+                  ? absl::StrCat(" (fewer than ", kMinBootsToSettle, " boots per arm)")
+                  : absl::StrCat(" (fewer than ", kMinIterationsToSettle, " iterations per arm)"));
+  }
   if (!can_add_boot && !can_add_iterations) {
     d.reason = absl::StrCat("maximum reached (", PlanText(adaptive, plan), ") with ", why,
                             "; target ", Percent(target));
     return d;
   }
-  const bool boots_dominate = !widest->between_share.has_value() || *widest->between_share >= 0.5;
-  if (can_add_boot && (!can_add_iterations || boots_dominate)) {
+  if (can_add_boot) {
     d.action = AdaptiveDecision::Action::kAddBoot;
-    d.reason = absl::StrCat(
-        "adding boot ", plan.boots + 1, " of at most ", adaptive.boots().max(), ": ", why,
-        widest->between_share.has_value() ? absl::StrCat("; ", Percent(*widest->between_share),
-                                                         " of its variance is between boots")
-                                          : std::string("; between-boot variance not known yet"));
+    d.iterations_per_boot = plan.iterations_per_boot;
+    std::string per_boot;
+    if (adaptive_iterations && widest->optimal_iterations) {
+      d.iterations_per_boot = std::clamp<uint32_t>(
+          static_cast<uint32_t>(*widest->optimal_iterations),
+          std::max<uint32_t>(adaptive.iterations().min(), 1), adaptive.iterations().max());
+      per_boot = absl::StrCat(
+          " with ", d.iterations_per_boot, " iteration", d.iterations_per_boot == 1 ? "" : "s",
+          " (the Kalibera–Jones optimum ", *widest->optimal_iterations, ", within ",
+          adaptive.iterations().min(), "..", adaptive.iterations().max(), ")");
+    }
+    d.reason = absl::StrCat("adding boot ", plan.boots + 1, " of at most ", adaptive.boots().max(),
+                            per_boot, ": ", why);
     return d;
   }
   const uint32_t current = plan.iterations_per_boot;
@@ -148,8 +184,9 @@ AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
   d.action = AdaptiveDecision::Action::kAddIterations;
   d.iterations_per_boot = static_cast<uint32_t>(
       std::clamp<double>(wanted, static_cast<double>(current) + 1, static_cast<double>(cap)));
-  d.reason = absl::StrCat("growing to ", d.iterations_per_boot, " iterations in the latest boot",
-                          " (at most ", adaptive.iterations().max(), "): ", why);
+  d.reason = absl::StrCat("growing to ", d.iterations_per_boot, " iterations ",
+                          plan.boots > 1 ? "in the latest boot" : "per arm", " (at most ",
+                          adaptive.iterations().max(), "): ", why);
   return d;
 }
 

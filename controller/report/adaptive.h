@@ -1,17 +1,32 @@
 #pragma once
 // The decision an adaptive run takes each time its plan so far is done: stop, add iterations
-// to the latest boot, or add a boot. Pure: a comparison in, a decision out.
-// See docs/statistics.md#adaptive-runs.
+// to the latest boot, or add a boot. Pure: the run's adaptive spec, the judged metrics, the
+// comparison of its samples (report::Compare with default options) and the plan so far in;
+// a decision out. The controller's adaptive driver calls it and applies the decision
+// (store::ExtendRun / FinishAdaptiveRun). See docs/statistics.md#adaptive-runs.
 //
-// The rows that must settle are, for each judged metric and sweep value, every arm against
-// the baseline. A row is settled when both arms have at least 5 samples and its ratio CI
-// half-width is at most the target, or its verdict is better, worse or same. (With fewer
-// samples a bootstrap interval has too few distinct resamples to be trusted.) The run stops when
-// every row is settled, or when the maxima leave nothing to add. Otherwise the widest unsettled row
-// decides what to add: a boot when the run may add boots and either it may not add iterations, or
-// between-boot variance is at least half of that row's variance (or still unknown, with one boot);
-// else iterations, as many as the CI width suggests (n grows with the square of the
-// shrink factor), at least one more and at most double, capped by the maximum.
+// Stopping is on precision only, never on the verdict: a row is settled when its ratio's
+// interval (the verdict's t interval, stats/ratio_interval.h) is within target_ci with 80 %
+// confidence (kStopConfidence) and it has enough units — at least 2 boots per arm when the
+// run has or may have several boots (the interval must include boot-to-boot variance), else
+// at least 10 iterations per arm. The half-width depends on the spread of the data, not on
+// where the ratio lies, so the verdict taken after stopping keeps (nearly) its error rate;
+// stopping when a verdict looks settled would not (optional stopping). "With 80 %
+// confidence": the half-width is widened to what an 80 % upper bound of the units' variance
+// would give, and never narrower than the iteration noise inside each boot implies — at the
+// few degrees of freedom an adaptive run starts with, the sample variance is often low by
+// chance, and stopping at such a moment leaves the final interval too short
+// (docs/statistics.md#adaptive-runs has the simulation). The run stops when every row of the
+// judged metrics (every arm against the baseline at every sweep value) is settled, or when
+// the maxima leave nothing to add.
+//
+// Otherwise, in a run whose boots may grow, the next step is a boot: iterations can only be
+// added to the boot a host is on, so growing boots keeps them even. The new boot gets the
+// Kalibera–Jones optimum r1* of the widest unsettled row (RepetitionAdvice, clamped to the
+// iterations' min..max) when iterations are adaptive, else the current count. When boots
+// may not grow, iterations are added to the latest boot, as many as the half-width suggests
+// (n grows with the square of the shrink factor), at least one more and at most double,
+// capped by the maximum.
 
 #include <cstdint>
 #include <string>
@@ -23,16 +38,26 @@
 namespace tlbfleet::report {
 
 struct AdaptivePlan {
-  uint32_t iterations_per_boot = 0;
+  uint32_t iterations_per_boot = 0;  // of the latest boot
   uint32_t boots = 1;
 };
 
 struct AdaptiveDecision {
   enum class Action { kStop, kAddIterations, kAddBoot };
   Action action = Action::kStop;
-  uint32_t iterations_per_boot = 0;  // kAddIterations: the new total per boot
-  std::string reason;                // one sentence for people, stored with the run
+  // kAddIterations: the new total of the latest boot. kAddBoot: the new boot's iterations
+  // (what later boots get too).
+  uint32_t iterations_per_boot = 0;
+  std::string reason;  // one sentence for people, stored with the run
 };
+
+// A row needs this many iterations per arm to settle in a one-boot run (from fewer, a
+// sample variance low by chance stops too many runs early), and this many boots per arm in
+// a run with several boots.
+inline constexpr size_t kMinIterationsToSettle = 10;
+inline constexpr size_t kMinBootsToSettle = 2;
+// The confidence with which a settled row's interval is within the target (see .cc).
+inline constexpr double kStopConfidence = 0.8;
 
 // `metrics` are the judged metrics (AdaptiveSpec.metrics, or the workload's primary one).
 AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,

@@ -14,17 +14,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/report/arm_ceilings.h"
+#include "controller/report/render.h"
 #include "controller/stats/summary.h"
 
 namespace tlbfleet::report {
 namespace {
-
-// What one arm contributes to one group: its raw values (statistics such as BAmean need
-// them sorted or trimmed) and their summary.
-struct ArmData {
-  std::vector<double> values;
-  stats::Summary summary;
-};
 
 enum class Shows { kAlways, kHigherIsBetter, kLowerIsBetter };
 
@@ -32,32 +27,25 @@ enum class Shows { kAlways, kHigherIsBetter, kLowerIsBetter };
 // as better whatever the metric, since less noise is always an improvement.
 enum class PctSense { kMetric, kSpread };
 
-// The rows of every group, in order. A new statistic is one more line here (and, if the
-// summary lacks it, a function computing it from ArmData).
+// The rows of every group, in order. A new statistic is one more line here.
 struct RowDef {
   const char* name;
   Shows shows;
   PctSense sense;
-  std::optional<double> (*value)(const ArmData&);
+  std::optional<double> (*value)(const stats::Summary&);
 };
 
 constexpr RowDef kRows[] = {
-    {"Min", Shows::kAlways, PctSense::kMetric, [](const ArmData& a) { return a.summary.min; }},
+    {"Min", Shows::kAlways, PctSense::kMetric, [](const stats::Summary& s) { return s.min; }},
     {"Hmean", Shows::kHigherIsBetter, PctSense::kMetric,
-     [](const ArmData& a) { return a.summary.hmean; }},
+     [](const stats::Summary& s) { return s.hmean; }},
     {"Amean", Shows::kLowerIsBetter, PctSense::kMetric,
-     [](const ArmData& a) { return a.summary.amean; }},
-    {"Stddev", Shows::kAlways, PctSense::kSpread,
-     [](const ArmData& a) { return a.summary.stddev; }},
+     [](const stats::Summary& s) { return s.amean; }},
+    {"Stddev", Shows::kAlways, PctSense::kSpread, [](const stats::Summary& s) { return s.stddev; }},
     {"CoeffVar", Shows::kAlways, PctSense::kSpread,
-     [](const ArmData& a) { return a.summary.coeffvar; }},
-    {"Max", Shows::kAlways, PctSense::kMetric, [](const ArmData& a) { return a.summary.max; }},
+     [](const stats::Summary& s) { return s.coeffvar; }},
+    {"Max", Shows::kAlways, PctSense::kMetric, [](const stats::Summary& s) { return s.max; }},
 };
-
-bool HigherIsBetter(v1::Better better) {
-  // Unspecified is read as higher-is-better, the common case for throughput benchmarks.
-  return better != v1::BETTER_LOWER;
-}
 
 bool RowShows(const RowDef& row, bool higher_is_better) {
   switch (row.shows) {
@@ -71,60 +59,49 @@ bool RowShows(const RowDef& row, bool higher_is_better) {
   return true;
 }
 
-std::optional<double> PctDiff(double base, double value, bool higher_is_better) {
-  return stats::PctDiff(
-      base, value,
-      higher_is_better ? stats::Direction::kHigherIsBetter : stats::Direction::kLowerIsBetter);
-}
-
-struct GroupKey {
-  std::string param_name;
-  std::string param_value;
-  bool operator<(const GroupKey& o) const {
-    return std::tie(param_name, param_value) < std::tie(o.param_name, o.param_value);
-  }
-};
-
-struct MetricData {
-  std::string unit;
-  v1::Better better = v1::BETTER_UNSPECIFIED;
-  std::vector<GroupKey> keys;                       // first-appearance order
-  std::map<GroupKey, std::vector<ArmData>> groups;  // arm data indexed like arm_order
-};
-
-// Sweep values sort numerically when they all are numbers (so threads=10 follows
-// threads=9), otherwise as strings.
-void SortKeys(std::vector<GroupKey>* keys) {
-  std::map<std::string, double> numbers;
-  for (const GroupKey& key : *keys) {
-    double v = 0;
-    if (!absl::SimpleAtod(key.param_value, &v) || !std::isfinite(v)) {
-      std::stable_sort(keys->begin(), keys->end());
-      return;
-    }
-    numbers[key.param_value] = v;
-  }
-  std::stable_sort(keys->begin(), keys->end(), [&](const GroupKey& a, const GroupKey& b) {
-    if (a.param_name != b.param_name) return a.param_name < b.param_name;
-    return numbers[a.param_value] < numbers[b.param_value];
-  });
-}
-
-v1::Report::Stat BuildStat(const RowDef& row, const std::vector<ArmData>& arms,
+v1::Report::Stat BuildStat(const RowDef& row, const std::vector<ArmResult>& arms,
                            bool higher_is_better) {
   v1::Report::Stat stat;
   stat.set_name(row.name);
-  const bool pct_higher = row.sense == PctSense::kMetric && higher_is_better;
-  const std::optional<double> base = row.value(arms[0]);
-  for (const ArmData& arm : arms) {
-    const std::optional<double> value = row.value(arm);
+  const stats::Direction sense = row.sense == PctSense::kMetric && higher_is_better
+                                     ? stats::Direction::kHigherIsBetter
+                                     : stats::Direction::kLowerIsBetter;
+  const std::optional<double> base = row.value(arms[0].summary);
+  for (const ArmResult& arm : arms) {
+    const std::optional<double> value = row.value(arm.summary);
     stat.add_values(value.value_or(0));
     stat.add_defined(value.has_value());
     std::optional<double> pct;
-    if (base && value) pct = PctDiff(*base, *value, pct_higher);
+    if (base && value) pct = stats::PctDiff(*base, *value, sense);
     stat.add_pct_diff(pct.value_or(0));
   }
   return stat;
+}
+
+v1::Report::Verdict BuildVerdict(const ArmResult& arm) {
+  v1::Report::Verdict v;
+  v.set_arm(arm.arm);
+  v.set_verdict(VerdictName(arm.verdict));
+  const stats::RatioTest& t = arm.test;
+  if (t.design != stats::Design::kNone) {
+    v.set_scope(stats::ScopeName(t.scope));
+    v.set_design(stats::DesignName(t.design));
+  }
+  auto set = [](const std::optional<double>& value, auto setter) {
+    if (value && std::isfinite(*value)) setter(*value);
+  };
+  set(t.ratio, [&](double x) { v.set_ratio(x); });
+  set(arm.ratio_ci_low, [&](double x) { v.set_ci_low(x); });
+  set(arm.ratio_ci_high, [&](double x) { v.set_ci_high(x); });
+  set(t.p, [&](double x) { v.set_p(x); });
+  set(arm.q, [&](double x) { v.set_q(x); });
+  set(t.same_p, [&](double x) { v.set_same_p(x); });
+  set(arm.same_q, [&](double x) { v.set_same_q(x); });
+  set(arm.change_pct, [&](double x) { v.set_change_pct(x); });
+  v.set_units_base(static_cast<uint32_t>(t.base_units));
+  v.set_units_other(static_cast<uint32_t>(t.other_units));
+  for (const std::string& note : arm.notes) v.add_notes(note);
+  return v;
 }
 
 // Whether pct_diff[i] means something (see BuildStat): both values defined, and a zero
@@ -136,62 +113,74 @@ bool PctDefined(const v1::Report::Stat& stat, int i) {
 
 }  // namespace
 
+v1::Report ReportFromComparison(const Comparison& comparison) {
+  v1::Report report;
+  for (const std::string& arm : comparison.arms) report.add_arms(arm);
+  report.set_level(comparison.level);
+  report.set_margin(comparison.margin);
+  report.set_adjusted(comparison.adjusted);
+  for (const GroupResult& g : comparison.groups) {
+    const bool higher = g.direction == stats::Direction::kHigherIsBetter;
+    v1::Report::Group* group = report.add_groups();
+    group->set_metric(g.metric);
+    group->set_unit(g.unit);
+    group->set_better(higher ? v1::BETTER_HIGHER : v1::BETTER_LOWER);
+    group->set_param_name(g.param_name);
+    group->set_param_value(g.param_value);
+    for (const ArmResult& arm : g.arms) {
+      group->add_n(static_cast<uint32_t>(arm.n));
+      group->add_boots(static_cast<uint32_t>(arm.boots));
+    }
+    for (const RowDef& row : kRows) {
+      if (RowShows(row, higher)) *group->add_stats() = BuildStat(row, g.arms, higher);
+    }
+    for (size_t i = 1; i < g.arms.size(); ++i) *group->add_verdicts() = BuildVerdict(g.arms[i]);
+  }
+  return report;
+}
+
 absl::StatusOr<v1::Report> BuildReport(const std::vector<v1::Sample>& samples,
-                                       const std::vector<std::string>& arm_order) {
+                                       const std::vector<std::string>& arm_order,
+                                       const CompareOptions& options) {
   if (arm_order.empty()) {
     return absl::InvalidArgumentError("arm_order: at least one arm is required");
   }
-  std::map<std::string, size_t> arm_index;
-  for (size_t i = 0; i < arm_order.size(); ++i) {
-    if (!arm_index.emplace(arm_order[i], i).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("arm_order: arm \"", arm_order[i], "\" is listed twice"));
-    }
-  }
+  CompareOptions with_arms = options;
+  with_arms.arm_order = arm_order;
+  absl::StatusOr<Comparison> comparison = Compare(ObservationsFromSamples(samples), with_arms);
+  if (!comparison.ok()) return comparison.status();
+  return ReportFromComparison(*comparison);
+}
 
-  std::vector<std::string> metric_order;
-  std::map<std::string, MetricData> metrics;
-  for (const v1::Sample& sample : samples) {
-    if (!sample.series().empty()) continue;  // per-thread values: not compared here
-    auto arm = arm_index.find(sample.arm());
-    if (arm == arm_index.end()) continue;  // an arm the caller left out of the comparison
-    auto [it, new_metric] = metrics.try_emplace(sample.metric());
-    MetricData& metric = it->second;
-    if (new_metric) {
-      metric_order.push_back(sample.metric());
-      metric.unit = sample.unit();
-      metric.better = sample.better();
-    }
-    const GroupKey key{sample.param_name(), sample.param_value()};
-    auto [group, new_group] = metric.groups.try_emplace(key, arm_order.size());
-    if (new_group) metric.keys.push_back(key);
-    group->second[arm->second].values.push_back(sample.value());
+absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareRequest& request) {
+  CompareOptions options;
+  options.baseline = request.baseline();
+  if (request.has_margin()) options.margin = request.margin();
+  if (request.has_level()) options.level = request.level();
+  if (!request.pairing().empty()) {
+    absl::StatusOr<stats::Pairing> pairing = stats::ParsePairing(request.pairing());
+    if (!pairing.ok()) return pairing.status();
+    options.pairing = *pairing;
   }
+  options.adjust = !request.unadjusted();
+  if (absl::Status s = ValidateCompareOptions(options); !s.ok()) return s;
+  return options;
+}
 
-  v1::Report report;
-  for (const std::string& arm : arm_order) report.add_arms(arm);
-  for (const std::string& name : metric_order) {
-    MetricData& metric = metrics[name];
-    const bool higher = HigherIsBetter(metric.better);
-    SortKeys(&metric.keys);
-    for (const GroupKey& key : metric.keys) {
-      std::vector<ArmData>& arms = metric.groups[key];
-      v1::Report::Group* group = report.add_groups();
-      group->set_metric(name);
-      group->set_unit(metric.unit);
-      group->set_better(higher ? v1::BETTER_HIGHER : v1::BETTER_LOWER);
-      group->set_param_name(key.param_name);
-      group->set_param_value(key.param_value);
-      for (ArmData& arm : arms) {
-        arm.summary = stats::Summarize(arm.values);
-        group->add_n(static_cast<uint32_t>(arm.values.size()));
-      }
-      for (const RowDef& row : kRows) {
-        if (RowShows(row, higher)) *group->add_stats() = BuildStat(row, arms, higher);
-      }
-    }
-  }
-  return report;
+absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
+                                                      const CompareOptions& options,
+                                                      const std::string& title,
+                                                      const v1::RunSpec* spec) {
+  absl::StatusOr<Comparison> comparison = Compare(ObservationsFromSamples(samples), options);
+  if (!comparison.ok()) return comparison.status();
+  if (spec != nullptr) AttachArmCeilings(samples, *spec, &*comparison);
+  v1::CompareResponse response;
+  *response.mutable_report() = ReportFromComparison(*comparison);
+  response.mutable_report()->set_title(title);
+  // Until there are samples the plain table (arm names, no rows) stands in for the text.
+  response.set_text(comparison->groups.empty() ? RenderText(response.report())
+                                               : RenderComparisonText(*comparison, title));
+  return response;
 }
 
 namespace {

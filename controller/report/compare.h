@@ -1,29 +1,47 @@
 #pragma once
-// mmtests compare-kernels style comparison of a run's arms.
+// A comparison (comparison.h) as the proto Report the Compare RPC and the HTTP API return,
+// and that Report as compare-kernels text.
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "controller/report/comparison.h"
 #include "tlbfleet/v1/common.pb.h"
+#include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::report {
 
-// Builds one Report.Group per (metric, sweep value) from the aggregate samples (series "")
-// of `samples`; per-thread series are left out. `arm_order` lists the arms, baseline first.
-// Groups are ordered by metric (the order they first appear in `samples`), then by sweep
-// value (numerically when every value is a number). Rows, in order: Min, then Hmean for
-// higher-is-better metrics or Amean for lower-is-better, Stddev, CoeffVar, Max.
-// pct_diff follows mmtests: higher-is-better new/base*100-100, lower-is-better
-// 100-new/base*100, so positive is always better; the baseline's is 0.
-// For Stddev and CoeffVar pct_diff is the plain relative change (lower is better).
-// Where pct_diff cannot be computed (either value undefined, or a zero baseline against a
-// non-zero value) it is 0; RenderText prints it as NaN. A missing or BETTER_UNSPECIFIED
-// direction is read as higher-is-better. Samples of arms not in `arm_order` are ignored; an
-// arm without samples in a group has n = 0 and undefined values.
-// INVALID_ARGUMENT if `arm_order` is empty or names an arm twice.
+// The proto form of a comparison: one Report.Group per (metric, sweep value) with mmtests'
+// rows — Min, then Hmean for higher-is-better metrics or Amean for lower-is-better, Stddev,
+// CoeffVar, Max — and the verdict of every arm but the baseline. pct_diff follows mmtests:
+// higher-is-better new/base*100-100, lower-is-better 100-new/base*100, so positive is always
+// better; the baseline's is 0. For Stddev and CoeffVar pct_diff is the plain relative change
+// (lower is better). Where pct_diff cannot be computed (either value undefined, or a zero
+// baseline against a non-zero value) it is 0; RenderText prints it as NaN.
+v1::Report ReportFromComparison(const Comparison& comparison);
+
+// Compare(ObservationsFromSamples(samples)) with `arm_order` (baseline first), as a Report.
+// Samples of arms not in `arm_order` and per-thread series are left out; an arm without
+// samples in a group has n = 0 and undefined values. A missing or BETTER_UNSPECIFIED
+// direction reads as higher-is-better. INVALID_ARGUMENT if `arm_order` is empty or names an
+// arm twice, or as Compare.
 absl::StatusOr<v1::Report> BuildReport(const std::vector<v1::Sample>& samples,
-                                       const std::vector<std::string>& arm_order);
+                                       const std::vector<std::string>& arm_order,
+                                       const CompareOptions& options = {});
+
+// The CompareRequest's options (margin, level, pairing, unadjusted, baseline); unset fields
+// keep CompareOptions' defaults. INVALID_ARGUMENT naming the field for an invalid value.
+absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareRequest& request);
+
+// What the Compare RPC answers for a run's samples: the Report (with `title`) and its text
+// (RenderComparisonText; the plain table while there are no samples). `options.arm_order`
+// is the run's arms, baseline first; `spec` (when given) adds each arm's flush ceiling
+// (AttachArmCeilings). Errors as Compare.
+absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
+                                                      const CompareOptions& options,
+                                                      const std::string& title,
+                                                      const v1::RunSpec* spec = nullptr);
 
 // Renders the report as compare-kernels text: a header with the arm names, then per group
 // a title line "<metric> (<unit>, higher is better)" and rows like

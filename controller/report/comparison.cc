@@ -9,7 +9,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "controller/stats/radix_sort.h"
 
 namespace tlbfleet::report {
 namespace {
@@ -18,15 +17,8 @@ using SweepKey = std::pair<std::string, std::string>;
 
 // One arm's observations in one group, grouped by boot in first-appearance order.
 struct ArmBoots {
-  stats::BootGroups boots;
+  stats::ArmSamples samples;
   std::map<std::string, size_t> boot_index;
-};
-
-// What the tests need of an arm: its values in one sorted array (sorted once here, so each
-// test's own sort is only a check), and its boots.
-struct ArmValues {
-  std::vector<double> all;
-  const stats::BootGroups* boots;
 };
 
 struct MetricGroups {
@@ -35,124 +27,6 @@ struct MetricGroups {
   std::vector<SweepKey> keys;                        // first-appearance order
   std::map<SweepKey, std::vector<ArmBoots>> groups;  // indexed like the arm order
 };
-
-std::optional<double> Headline(const stats::Summary& s, stats::Direction direction) {
-  return direction == stats::Direction::kHigherIsBetter ? s.hmean : s.amean;
-}
-
-std::vector<double> BootMeans(const stats::BootGroups& boots) {
-  std::vector<double> means;
-  for (const std::vector<double>& boot : boots) {
-    double sum = 0;
-    for (double x : boot) sum += x;
-    means.push_back(sum / static_cast<double>(boot.size()));
-  }
-  return means;
-}
-
-std::string Pct(double fraction) { return absl::StrFormat("%.2f %%", 100 * fraction); }
-
-void DecideVerdict(const CompareOptions& options, stats::Direction direction, ArmResult* arm) {
-  if (!arm->ratio_ci_low || !arm->ratio_ci_high) {
-    arm->verdict = Verdict::kUnknown;
-    arm->notes.push_back(
-        absl::StrCat("unknown: no interval of the ratio (", arm->ratio.why_undefined, ")"));
-    return;
-  }
-  const double lo = *arm->ratio_ci_low;
-  const double hi = *arm->ratio_ci_high;
-  const double e = options.equivalence;
-  const std::string interval = absl::StrFormat("the %.0f %% interval of the ratio [%.4f, %.4f]",
-                                               100 * options.bootstrap.confidence, lo, hi);
-  const bool higher = direction == stats::Direction::kHigherIsBetter;
-  if (lo >= 1 - e && hi <= 1 + e) {
-    arm->verdict = Verdict::kSame;
-    arm->notes.push_back(absl::StrCat("same: ", interval, " lies within ±", Pct(e)));
-  } else if (lo > 1) {
-    arm->verdict = higher ? Verdict::kBetter : Verdict::kWorse;
-    arm->notes.push_back(absl::StrCat(VerdictName(arm->verdict), ": ", interval, " lies above 1"));
-  } else if (hi < 1) {
-    arm->verdict = higher ? Verdict::kWorse : Verdict::kBetter;
-    arm->notes.push_back(absl::StrCat(VerdictName(arm->verdict), ": ", interval, " lies below 1"));
-  } else {
-    arm->verdict = Verdict::kUnknown;
-    arm->notes.push_back(
-        absl::StrCat("unknown: ", interval, " contains 1 and is wider than ±", Pct(e)));
-  }
-}
-
-void AddBootNotes(const CompareOptions& options, ArmResult* arm) {
-  const stats::VarianceComponents& vc = arm->variance;
-  if (vc.boots == 1) {
-    arm->notes.push_back(
-        "one boot: the interval cannot include reboot-to-reboot variance; measure 2 boots or "
-        "more (boots: N in the run spec)");
-  }
-  if (vc.between_share && *vc.between_share > options.between_boot_dominates) {
-    arm->notes.push_back(
-        absl::StrFormat("%.0f %% of the variance is between boots: add boots, not iterations",
-                        100 * *vc.between_share));
-  }
-  const stats::RepetitionAdvice& advice = arm->advice;
-  if (advice.boots && advice.iterations_per_boot && advice.expected_half_width_pct) {
-    arm->notes.push_back(absl::StrFormat(
-        "to settle within ±%.2f %%: %d iteration%s per boot, %d boots per arm (expected ±%.2f "
-        "%%, at %g s per iteration and %g s per boot)",
-        100 * options.equivalence, *advice.iterations_per_boot,
-        *advice.iterations_per_boot == 1 ? "" : "s", *advice.boots, *advice.expected_half_width_pct,
-        options.costs.seconds_per_iteration, options.costs.seconds_per_boot));
-  }
-}
-
-ArmResult Analyse(const std::string& name, const ArmValues& values, const ArmValues& base,
-                  const ArmResult* base_result, stats::Direction direction,
-                  const CompareOptions& options) {
-  ArmResult arm;
-  arm.arm = name;
-  arm.n = values.all.size();
-  arm.boots = values.boots->size();
-  arm.summary = stats::Summarize(values.all, direction);
-  arm.mean_of_boot_means = stats::MeanOfBootMeans(*values.boots);
-  arm.variance = stats::EstimateVarianceComponents(*values.boots);
-  const bool is_base = base_result == nullptr;
-  const ArmResult& against = is_base ? arm : *base_result;
-  if (arm.mean_of_boot_means && against.mean_of_boot_means) {
-    arm.advice = stats::RecommendRepetitions(against.variance, *against.mean_of_boot_means,
-                                             arm.variance, *arm.mean_of_boot_means, options.costs,
-                                             options.equivalence, options.bootstrap.confidence);
-  } else {
-    arm.advice.why_undefined = "no mean";
-  }
-  if (is_base) {
-    arm.verdict = Verdict::kBaseline;
-    AddBootNotes(options, &arm);
-    return arm;
-  }
-  const std::optional<double> head = Headline(arm.summary, direction);
-  const std::optional<double> base_head = Headline(base_result->summary, direction);
-  if (head && base_head) arm.pct_diff = stats::PctDiff(*base_head, *head, direction);
-  arm.welch = stats::WelchTest(base.all, values.all);
-  arm.significance_p = arm.welch.p;
-  if (base.boots->size() >= 2 && values.boots->size() >= 2) {
-    arm.significance_p = stats::WelchTest(BootMeans(*base.boots), BootMeans(*values.boots)).p;
-  }
-  arm.significant = arm.significance_p && *arm.significance_p < options.alpha;
-  arm.mwu = stats::MannWhitneyU(base.all, values.all);
-  arm.hl = stats::HodgesLehmann(base.all, values.all, options.hl_confidence);
-  arm.ratio = stats::BootstrapRatioOfMeans(*base.boots, *values.boots, options.bootstrap);
-  if (arm.ratio.bca_low && arm.ratio.bca_high) {
-    arm.ratio_ci_low = arm.ratio.bca_low;
-    arm.ratio_ci_high = arm.ratio.bca_high;
-    arm.ratio_ci_method = "bca";
-  } else if (arm.ratio.percentile_low && arm.ratio.percentile_high) {
-    arm.ratio_ci_low = arm.ratio.percentile_low;
-    arm.ratio_ci_high = arm.ratio.percentile_high;
-    arm.ratio_ci_method = "percentile";
-  }
-  DecideVerdict(options, direction, &arm);
-  AddBootNotes(options, &arm);
-  return arm;
-}
 
 absl::StatusOr<std::vector<std::string>> ArmOrder(const std::vector<Observation>& observations,
                                                   const CompareOptions& options) {
@@ -239,33 +113,28 @@ std::vector<Observation> ObservationsFromSamples(const std::vector<v1::Sample>& 
   return out;
 }
 
-std::vector<ArmResult> AnalyseGroup(const std::vector<std::string>& names,
-                                    const std::vector<stats::BootGroups>& boots,
-                                    stats::Direction direction, const CompareOptions& options) {
-  std::vector<ArmValues> values(boots.size());
-  for (size_t i = 0; i < boots.size(); ++i) {
-    values[i].boots = &boots[i];
-    for (const std::vector<double>& boot : boots[i]) {
-      values[i].all.insert(values[i].all.end(), boot.begin(), boot.end());
-    }
-    // NaN breaks sorting's ordering; the tests reject such samples anyway.
-    if (std::all_of(values[i].all.begin(), values[i].all.end(),
-                    [](double x) { return !std::isnan(x); })) {
-      stats::SortWithoutNaN(&values[i].all);
-    }
+absl::Status ValidateCompareOptions(const CompareOptions& options) {
+  if (!(options.margin > 0 && options.margin < 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "margin: must be above 0 and below 100 %% (e.g. 1%%), got %g %%", 100 * options.margin));
   }
-  std::vector<ArmResult> out;
-  out.reserve(boots.size());
-  if (boots.empty()) return out;
-  out.push_back(Analyse(names[0], values[0], values[0], nullptr, direction, options));
-  for (size_t i = 1; i < boots.size(); ++i) {
-    out.push_back(Analyse(names[i], values[i], values[0], &out[0], direction, options));
+  if (!(options.level > 0 && options.level < 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "level: must be between 0 and 1, both excluded (e.g. 0.95), got %g", options.level));
   }
-  return out;
+  if (!(options.power > 0 && options.power < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("power: must be between 0 and 1, both excluded, got %g", options.power));
+  }
+  if (options.bootstrap.resamples < 0) {
+    return absl::InvalidArgumentError("resamples: must not be negative");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Comparison> Compare(const std::vector<Observation>& observations,
                                    const CompareOptions& options) {
+  if (absl::Status s = ValidateCompareOptions(options); !s.ok()) return s;
   absl::StatusOr<std::vector<std::string>> order = ArmOrder(observations, options);
   if (!order.ok()) return order.status();
   std::map<std::string, size_t> arm_index;
@@ -287,9 +156,15 @@ absl::StatusOr<Comparison> Compare(const std::vector<Observation>& observations,
     auto [group, new_group] = metric.groups.try_emplace(key, order->size());
     if (new_group) metric.keys.push_back(key);
     ArmBoots& values = group->second[arm->second];
-    auto [boot, new_boot] = values.boot_index.try_emplace(o.boot, values.boots.size());
-    if (new_boot) values.boots.emplace_back();
-    values.boots[boot->second].push_back(o.value);
+    stats::ArmSamples& samples = values.samples;
+    auto [boot, new_boot] = values.boot_index.try_emplace(o.boot, samples.boots.size());
+    if (new_boot) {
+      samples.boot_ids.push_back(o.boot);
+      samples.boots.emplace_back();
+      samples.iterations.emplace_back();
+    }
+    samples.boots[boot->second].push_back(o.value);
+    samples.iterations[boot->second].push_back(o.iteration);
   }
 
   Comparison comparison;
@@ -298,18 +173,26 @@ absl::StatusOr<Comparison> Compare(const std::vector<Observation>& observations,
     MetricGroups& metric = metrics[name];
     SortSweepKeys(&metric.keys);
     for (const SweepKey& key : metric.keys) {
-      std::vector<stats::BootGroups> boots;
-      for (ArmBoots& arm : metric.groups[key]) boots.push_back(std::move(arm.boots));
+      std::vector<stats::ArmSamples> arms;
+      for (ArmBoots& arm : metric.groups[key]) arms.push_back(std::move(arm.samples));
       GroupResult group;
       group.metric = name;
       group.unit = metric.unit;
       group.direction = metric.direction;
       group.param_name = key.first;
       group.param_value = key.second;
-      group.arms = AnalyseGroup(*order, boots, metric.direction, options);
+      absl::StatusOr<std::vector<ArmResult>> analysed =
+          AnalyseGroup(*order, arms, metric.direction, options);
+      if (!analysed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            analysed.status().message(), " at ", name,
+            key.second.empty() && key.first.empty() ? "" : " ", SweepLabel(key.first, key.second)));
+      }
+      group.arms = *std::move(analysed);
       comparison.groups.push_back(std::move(group));
     }
   }
+  DecideVerdicts(options, &comparison);
   return comparison;
 }
 

@@ -88,6 +88,91 @@ TEST(FlushProfileTest, JsonCarriesBucketsAndReasonsPerArm) {
   EXPECT_THAT(json, HasSubstr(R"("arm":"c512")"));
 }
 
+// What an agent with the cross table sends: ceiling 1 vs 1024 over a 128-page munmap loop.
+std::vector<v1::Sample> WithCrossTable() {
+  std::vector<v1::Sample> s = {
+      S("c1", 1, "reason=3,pages=-1", 77),
+      S("c1", 1, "reason=3,pages=1", 205),
+      S("c1", 1, "reason=1,pages=-1", 63),
+      S("c1", 1, "reason=4,pages=-1", 65),
+      S("c1", 1, "reason=3", 282),
+      S("c1", 1, "reason=1", 63),
+      S("c1", 1, "reason=4", 65),
+      S("c1", 1, "pages=-1", 205),
+      S("c1", 1, "pages=1", 205),
+      S("c1", 1, "", 0, "tlb_flush_lost"),
+      S("c1024", 1, "reason=3,pages=65-128", 50),
+      S("c1024", 1, "reason=3,pages=>512", 15),
+      S("c1024", 1, "reason=3,pages=-1", 3),
+      S("c1024", 1, "reason=3,pages=1", 211),
+      S("c1024", 1, "reason=3", 279),
+      S("c1024", 1, "", 12, "tlb_flush_lost"),
+      // cost: two iterations of c1's full flushes
+      S("c1", 1, "pages=-1,stat=mean", 1000, "tlb_flush_cost_cycles"),
+      S("c1", 1, "pages=-1,stat=p90", 1500, "tlb_flush_cost_cycles"),
+      S("c1", 1, "pages=-1", 10, "tlb_flush_cost_calls"),
+      S("c1", 2, "pages=-1,stat=mean", 2000, "tlb_flush_cost_cycles"),
+      S("c1", 2, "pages=-1,stat=p90", 2500, "tlb_flush_cost_cycles"),
+      S("c1", 2, "pages=-1", 30, "tlb_flush_cost_calls"),
+      S("c1024", 1, "no kprobe_events in tracefs", 1, "tlb_flush_cost_unavailable"),
+      S("c1024", 1, "", 1, "tlb_flush_invlpgb"),
+  };
+  return s;
+}
+
+TEST(FlushProfileTest, TheTwoThousandFourteenTableIsTheLocalMmShootdownsAlone) {
+  auto profiles = BuildFlushProfiles(WithCrossTable(), {"c1", "c1024"}, std::nullopt);
+  ASSERT_EQ(profiles.size(), 2u);
+  EXPECT_TRUE(profiles[0].HasCross());
+  EXPECT_DOUBLE_EQ(profiles[0].Local().at("-1"), 77);
+  EXPECT_DOUBLE_EQ(profiles[0].cross.at(1).at("-1"), 63);
+  // cost: call-weighted mean (10 x 1000 + 30 x 2000) / 40; p90 the median of iterations
+  EXPECT_DOUBLE_EQ(profiles[0].cost.at("-1").mean, 1750);
+  EXPECT_DOUBLE_EQ(profiles[0].cost.at("-1").calls, 40);
+  EXPECT_DOUBLE_EQ(profiles[0].cost.at("-1").p90, 2000);
+  EXPECT_EQ(profiles[0].cost_unit, "cycles");
+  EXPECT_EQ(profiles[1].lossy_iterations, 1u);
+  EXPECT_TRUE(profiles[1].invlpgb);
+
+  std::string text = RenderFlushProfileText(profiles);
+  EXPECT_THAT(text, HasSubstr("local mm shootdowns (reason 3)"));
+  // c1: 77 of 282 local flushes are full: 27.30 %, avg 1750 cycles; the remote ones (63)
+  // and IPI sends (65) are not in this table.
+  EXPECT_THAT(text, HasSubstr(" GLOBAL:     27.30%   27.30%          1750"));
+  EXPECT_THAT(text, HasSubstr("avg cycles"));
+  EXPECT_THAT(text, HasSubstr("4 remote IPI send"));
+  EXPECT_THAT(text, HasSubstr("c1024: 12 events lost in 1 of 1 iterations"));
+  EXPECT_THAT(text, HasSubstr("c1024: ran where the kernel may flush by INVLPGB broadcast"));
+  EXPECT_THAT(text, HasSubstr("c1024: no cost per flush: no kprobe_events in tracefs"));
+
+  std::string json = RenderFlushProfileJson(profiles);
+  EXPECT_THAT(json, HasSubstr(R"("scope":"workload")"));
+  EXPECT_THAT(json, HasSubstr(R"("local_mm_shootdowns":[{"bucket":"-1","events":77,)"));
+  EXPECT_THAT(json, HasSubstr(R"("calls":40,"cost_mean":1750,)"));
+  EXPECT_THAT(json, HasSubstr(R"({"code":1,"bucket":"-1","events":63})"));
+  EXPECT_THAT(json, HasSubstr(R"("invlpgb":true)"));
+}
+
+TEST(FlushProfileTest, OldSystemWideProfilesSaySo) {
+  std::string text = RenderFlushProfileText(BuildFlushProfiles(TwoArms(), {}, {}));
+  EXPECT_THAT(text, HasSubstr("all events, every reason together (recorded system-wide"));
+  EXPECT_THAT(RenderFlushProfileJson(BuildFlushProfiles(TwoArms(), {}, {})),
+              HasSubstr(R"("scope":"system")"));
+}
+
+TEST(FlushProfileTest, FlushSizesReplayTheLocalFlushes) {
+  auto profiles = BuildFlushProfiles(WithCrossTable(), {"c1", "c1024"}, std::nullopt);
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::string> sizes = FlushSizesFromProfile(profiles[1], &warnings);
+  ASSERT_TRUE(sizes.ok()) << sizes.status();
+  EXPECT_EQ(*sizes, "1:211,65-128:50,513-1024:15");
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_THAT(warnings[0], HasSubstr("3 full flushes left out"));
+  EXPECT_THAT(warnings[1], HasSubstr("15 flushes above 512 pages"));
+  auto old = BuildFlushProfiles(TwoArms(), {}, {});
+  EXPECT_TRUE(absl::IsFailedPrecondition(FlushSizesFromProfile(old[0], &warnings).status()));
+}
+
 TEST(FlushProfileTest, SaysHowToGetAProfileWhenThereIsNone) {
   EXPECT_THAT(RenderFlushProfileText({}), HasSubstr("monitors: [flush_profile]"));
 }

@@ -64,22 +64,59 @@ std::string Pad(const std::string& s, size_t width, bool left) {
 
 std::string Num(const std::optional<double>& v) { return v ? absl::StrFormat("%.4g", *v) : "n/a"; }
 
+std::string Ratio(double v) { return absl::StrFormat("%.4f", v); }
+
 std::string VerdictLine(const ArmResult& arm) {
   std::string line = absl::StrCat(arm.arm, "  ", VerdictName(arm.verdict));
   if (arm.verdict == Verdict::kBaseline) return line;
-  if (arm.ratio.ratio) {
-    absl::StrAppend(&line, absl::StrFormat("  ratio %.4f", *arm.ratio.ratio));
+  const stats::RatioTest& t = arm.test;
+  if (t.ratio) {
+    absl::StrAppend(&line, "  ratio ", Ratio(*t.ratio));
     if (arm.ratio_ci_low && arm.ratio_ci_high) {
-      absl::StrAppend(&line, absl::StrFormat(" [%.4f, %.4f] %s", *arm.ratio_ci_low,
-                                             *arm.ratio_ci_high, arm.ratio_ci_method));
+      absl::StrAppend(&line, " [", Ratio(*arm.ratio_ci_low), ", ", Ratio(*arm.ratio_ci_high), "]");
     }
   }
-  absl::StrAppend(&line, "  Welch p ", Num(arm.welch.p), "  MWU p ", Num(arm.mwu.p));
+  if (t.p) absl::StrAppend(&line, "  p ", Num(t.p), "  q ", Num(arm.q));
+  if (t.design != stats::Design::kNone) {
+    absl::StrAppend(&line, "  ", stats::ScopeName(t.scope));
+    switch (t.design) {
+      case stats::Design::kPairedBoots:
+        absl::StrAppend(&line, ", paired over ", t.other_units, " boots");
+        break;
+      case stats::Design::kUnpairedBoots:
+        absl::StrAppend(&line, ", ", t.base_units, " + ", t.other_units, " boots");
+        break;
+      case stats::Design::kPairedIterations:
+        absl::StrAppend(&line, ", paired over ", t.other_units, " iterations");
+        break;
+      default:
+        break;
+    }
+  }
+  return line;
+}
+
+// The cross-checks on all samples, one line.
+std::string PooledLine(const ArmResult& arm) {
+  std::string line =
+      absl::StrCat("pooled samples: Welch p ", Num(arm.welch.p), ", MWU p ", Num(arm.mwu.p));
   if (arm.hl.shift) {
-    absl::StrAppend(&line, "  HL shift ", Num(arm.hl.shift), " [", Num(arm.hl.ci_low), ", ",
+    absl::StrAppend(&line, ", HL shift ", Num(arm.hl.shift), " [", Num(arm.hl.ci_low), ", ",
                     Num(arm.hl.ci_high), "]");
   }
   return line;
+}
+
+std::string VerdictsHeader(const Comparison& c) {
+  std::string head = absl::StrFormat(
+      "Verdicts: ratio of geometric means, other / baseline (not the Hmean/Amean above), %g %% "
+      "intervals",
+      100 * c.level);
+  if (!c.adjusted) return head + "; q = p (unadjusted)";
+  if (c.rows > 1) {
+    return absl::StrCat(head, "; q: p adjusted over ", c.rows, " rows (Benjamini–Hochberg)");
+  }
+  return head;
 }
 
 std::string MetricTitle(const GroupResult& g) {
@@ -94,19 +131,32 @@ std::string MetricTitle(const GroupResult& g) {
 // A record's field: a number (nullopt = null), a string, or a boolean.
 using Field = std::variant<std::optional<double>, std::string, bool>;
 
-std::vector<std::pair<const char*, Field>> Record(const GroupResult& g, const ArmResult& a) {
+std::vector<std::pair<const char*, Field>> Record(const Comparison& c, const GroupResult& g,
+                                                  const ArmResult& a) {
   const bool base = a.verdict == Verdict::kBaseline;
   auto cmp = [base](const std::optional<double>& v) -> Field {
     return base ? std::optional<double>() : v;
   };
+  auto cmp_text = [base](const std::string& text) -> Field {
+    if (base || text.empty()) return std::optional<double>();
+    return text;
+  };
   auto count = [](size_t n) -> Field { return std::optional<double>(static_cast<double>(n)); };
+  auto cmp_count = [base](size_t n) -> Field {
+    return base ? std::optional<double>() : std::optional<double>(static_cast<double>(n));
+  };
   auto opt_int = [](const std::optional<int>& v) -> Field {
     return v ? std::optional<double>(*v) : std::nullopt;
   };
   const stats::Summary& s = a.summary;
+  const stats::RatioTest& t = a.test;
   std::string notes = absl::StrJoin(a.notes, "; ");
   if (!s.why_undefined.empty())
     notes = notes.empty() ? s.why_undefined : notes + "; " + s.why_undefined;
+  const bool higher = g.direction == Direction::kHigherIsBetter;
+  const char* bootstrap_method = a.bootstrap.bca_low          ? "bca"
+                                 : a.bootstrap.percentile_low ? "percentile"
+                                                              : "";
   return {
       {"arm", a.arm},
       {"param", SweepLabel(g.param_name, g.param_value)},
@@ -114,7 +164,7 @@ std::vector<std::pair<const char*, Field>> Record(const GroupResult& g, const Ar
       {"param_value", g.param_value},
       {"metric", g.metric},
       {"unit", g.unit},
-      {"better", std::string(g.direction == Direction::kHigherIsBetter ? "higher" : "lower")},
+      {"better", std::string(higher ? "higher" : "lower")},
       {"n", count(a.n)},
       {"boots", count(a.boots)},
       {"min", s.min},
@@ -128,8 +178,31 @@ std::vector<std::pair<const char*, Field>> Record(const GroupResult& g, const Ar
       {"bamean99", s.bamean99},
       {"mean_of_boot_means", a.mean_of_boot_means},
       {"pct_diff", cmp(a.pct_diff)},
+      {"pct_diff_statistic", std::string(higher ? "hmean" : "amean")},
+      {"estimand", std::string("gmean_ratio")},
+      {"ratio", cmp(t.ratio)},
+      {"change_pct", cmp(a.change_pct)},
+      {"ratio_ci_low", cmp(a.ratio_ci_low)},
+      {"ratio_ci_high", cmp(a.ratio_ci_high)},
+      {"ci_level", std::optional<double>(c.level)},
+      {"ratio_ci_method", std::string(a.ratio_ci_method)},
+      {"p", cmp(t.p)},
+      {"q", cmp(a.q)},
+      {"same_p", cmp(t.same_p)},
+      {"same_q", cmp(a.same_q)},
+      {"margin", std::optional<double>(c.margin)},
+      {"adjusted", c.adjusted},
+      {"adjusted_ci_low", cmp(a.adjusted_ci_low)},
+      {"adjusted_ci_high", cmp(a.adjusted_ci_high)},
+      {"adjusted_ci_level",
+       cmp(a.adjusted_level > 0 ? std::optional<double>(a.adjusted_level) : std::nullopt)},
       {"significance_p", cmp(a.significance_p)},
       {"significant", a.significant},
+      {"scope", cmp_text(t.design == stats::Design::kNone ? "" : stats::ScopeName(t.scope))},
+      {"design", cmp_text(stats::DesignName(t.design))},
+      {"units_base", cmp_count(t.base_units)},
+      {"units_other", cmp_count(t.other_units)},
+      {"shared_boots", cmp_count(t.shared_boots)},
       {"welch_t", cmp(a.welch.t)},
       {"welch_df", cmp(a.welch.df)},
       {"welch_p", cmp(a.welch.p)},
@@ -138,19 +211,21 @@ std::vector<std::pair<const char*, Field>> Record(const GroupResult& g, const Ar
       {"hl_shift", cmp(a.hl.shift)},
       {"hl_ci_low", cmp(a.hl.ci_low)},
       {"hl_ci_high", cmp(a.hl.ci_high)},
-      {"ratio", cmp(a.ratio.ratio)},
-      {"ratio_ci_low", cmp(a.ratio_ci_low)},
-      {"ratio_ci_high", cmp(a.ratio_ci_high)},
-      {"ratio_ci_method", std::string(a.ratio_ci_method)},
+      {"bootstrap_ci_low",
+       cmp(a.bootstrap.bca_low ? a.bootstrap.bca_low : a.bootstrap.percentile_low)},
+      {"bootstrap_ci_high",
+       cmp(a.bootstrap.bca_high ? a.bootstrap.bca_high : a.bootstrap.percentile_high)},
+      {"bootstrap_ci_method", std::string(bootstrap_method)},
       {"var_between_boots", a.variance.between},
       {"var_within_boots", a.variance.within},
       {"between_boot_share", a.variance.between_share},
-      {"verdict",
-       base ? Field(std::optional<double>()) : Field(std::string(VerdictName(a.verdict)))},
+      {"log_ratio_var_between_boots", cmp(a.log_ratio_components.interaction)},
+      {"verdict", cmp_text(base ? "" : VerdictName(a.verdict))},
       {"recommend_iterations", opt_int(a.advice.iterations_per_boot)},
       {"recommend_boots", opt_int(a.advice.boots)},
       {"expected_ci_half_width_pct", a.advice.expected_half_width_pct},
       {"notes", notes},
+      {"ceiling", a.ceiling},
   };
 }
 
@@ -170,6 +245,7 @@ std::string CsvField(const std::string& s) {
 std::string RenderComparisonText(const Comparison& comparison, const std::string& title) {
   std::string out;
   if (!title.empty()) absl::StrAppend(&out, title, "\n\n");
+  if (!comparison.ceilings.empty()) absl::StrAppend(&out, comparison.ceilings, "\n");
   size_t g = 0;
   while (g < comparison.groups.size()) {
     // One metric: its groups are contiguous.
@@ -212,13 +288,15 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
         absl::StrAppend(&out, line, "\n");
       }
     }
-    out += "\nVerdicts\n";
+    absl::StrAppend(&out, "\n", VerdictsHeader(comparison), "\n");
     for (size_t k = g; k < end; ++k) {
       const GroupResult& group = comparison.groups[k];
       const std::string label = SweepLabel(group.param_name, group.param_value);
       for (const ArmResult& arm : group.arms) {
         absl::StrAppend(&out, label.empty() ? "" : label + "  ", VerdictLine(arm), "\n");
         for (const std::string& note : arm.notes) absl::StrAppend(&out, "    - ", note, "\n");
+        if (arm.verdict != Verdict::kBaseline)
+          absl::StrAppend(&out, "    - ", PooledLine(arm), "\n");
       }
     }
     g = end;
@@ -231,7 +309,7 @@ std::string RenderComparisonJson(const Comparison& comparison) {
   for (const GroupResult& g : comparison.groups) {
     for (const ArmResult& a : g.arms) {
       std::vector<std::string> members;
-      for (const auto& [name, field] : Record(g, a)) {
+      for (const auto& [name, field] : Record(comparison, g, a)) {
         std::string value;
         if (const auto* number = std::get_if<std::optional<double>>(&field)) {
           value = Number(*number);
@@ -255,7 +333,7 @@ std::string RenderComparisonCsv(const Comparison& comparison) {
   bool header = false;
   for (const GroupResult& g : comparison.groups) {
     for (const ArmResult& a : g.arms) {
-      const auto record = Record(g, a);
+      const auto record = Record(comparison, g, a);
       if (!header) {
         std::vector<std::string> names;
         for (const auto& [name, field] : record) names.push_back(name);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/workloads/workload.h"
+#include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/scheduler/run_spec_internal.h"
@@ -268,7 +269,9 @@ int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
   const workloads::Workload* workload = FindWorkload(spec.benchmark());
   const std::vector<std::string> values = SweepValues(spec.sweep());
-  const std::string& swept = spec.sweep().param();
+  const bool ceiling_sweep = IsCeilingSweep(spec.sweep());
+  // A ceiling sweep sets the job's ceiling, not a workload parameter.
+  const std::string swept = ceiling_sweep ? std::string() : spec.sweep().param();
 
   // The (sweep value, arm) templates, resolved once: the slots and iterations repeat them.
   // Per template, the parameters drawn per iteration (usually none).
@@ -289,18 +292,33 @@ std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
         absl::StatusOr<std::string> ceiling = CanonicalCeiling(arm.ceiling(), "ceiling");
         job.ceiling = ceiling.ok() ? *ceiling : arm.ceiling();
       }
+      if (ceiling_sweep) {
+        absl::StatusOr<std::string> ceiling = CanonicalCeiling(value, "sweep.ceiling");
+        job.ceiling = ceiling.ok() ? *ceiling : value;
+        job.param_name = kCeilingSweepParam;
+        job.param_value = job.ceiling;
+      }
+      job.boot_entry = arm.boot_entry();
       job.monitors.assign(spec.monitors().begin(), spec.monitors().end());
       templates.push_back(std::move(job));
     }
   }
 
   std::vector<JobPlan> jobs;
-  const uint32_t boots = std::max<uint32_t>(spec.boots(), 1);
-  jobs.reserve(templates.size() * spec.iterations() * boots * spec.hosts().count());
+  // One entry per boot index; "" everywhere when no arm names a boot entry.
+  const std::vector<std::string> boot_entries =
+      BootIndexEntries(spec, std::max<uint32_t>(spec.boots(), 1));
+  const size_t arms = static_cast<size_t>(spec.arms_size());
+  jobs.reserve(templates.size() * spec.iterations() * boot_entries.size() * spec.hosts().count());
   for (uint32_t slot = 0; slot < spec.hosts().count(); ++slot) {
-    for (uint32_t boot = 0; boot < boots; ++boot) {
+    for (uint32_t boot = 0; boot < boot_entries.size(); ++boot) {
       for (uint32_t iteration = 1; iteration <= spec.iterations(); ++iteration) {
-        for (size_t i = 0; i < templates.size(); ++i) {
+        std::vector<size_t> order(values.size());
+        for (size_t v = 0; v < order.size(); ++v) order[v] = v;
+        if (ceiling_sweep) order = BalancedOrder(values.size(), iteration);
+        for (size_t t = 0; t < templates.size(); ++t) {
+          const size_t i = order[t / arms] * arms + t % arms;
+          if (templates[i].boot_entry != boot_entries[boot]) continue;
           JobPlan& job = jobs.emplace_back(templates[i]);
           job.slot = slot;
           job.boot = boot;

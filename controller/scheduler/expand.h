@@ -25,9 +25,10 @@ struct JobPlan {
   std::string param_value;
   uint32_t iteration = 1;                     // 1-based
   std::map<std::string, std::string> params;  // merged: run params < arm params < sweep value
-  std::string ceiling;                        // the arm's ceiling
-  std::vector<std::string> monitors;          // the run's monitors
-  uint32_t timeout_seconds = 0;  // spec.job_timeout_seconds, or the workload's own bound
+  std::string ceiling;                        // the arm's ceiling, or the value of a ceiling sweep
+  std::string boot_entry;             // the boot entry this job's boot runs (the arm's); "" = any
+  std::vector<std::string> monitors;  // the run's monitors
+  uint32_t timeout_seconds = 0;       // spec.job_timeout_seconds, or the workload's own bound
 };
 
 // What a host-dependent sweep needs to know about the host (from v1::HostInfo). Counts of
@@ -106,7 +107,9 @@ int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param
 
 // Requires a spec that passed ValidateRunSpec. Parameters with a policy get their value per
 // iteration (in JobPlan.params, as a plain integer). Order per slot: boot-major, then
-// iteration, sweep value and arm, so each boot holds whole iterations of every arm.
+// iteration, sweep value and arm, so each boot holds whole iterations of every arm (of its
+// boot entry: see boot_plan.h for runs whose arms name boot entries, and for the balanced
+// order of a ceiling sweep's values within a boot).
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec);
 
 // Re-targets a planned job of `spec` to `iteration` (1-based) of `boot` (0-based): a

@@ -40,8 +40,9 @@ TEST(NetperfSpecTest, BadServersAndPortsAreRefusedNamingTheField) {
       {"{}", "{server: 'not-an-ip'}", "arms[0].params.server"},
       {"{port: 70000}", "{}", "params.port"},
       // Valid alone, not together: the run and the arm combine into one job.
-      {"{server: '192.0.2.10'}", "{}", "server:"},
-      {"{server: peer}", "{port: 5}", "port:"},
+      // The error names where the parameter to change is set.
+      {"{server: '192.0.2.10'}", "{}", "params.server: parameters of arms[0] do not combine"},
+      {"{server: peer}", "{port: 5}", "arms[0].params.port: parameters of arms[0]"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<v1::RunSpec> spec = ParseRunSpec(Spec(c.params, c.arm_params), "np.yaml");

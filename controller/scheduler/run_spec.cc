@@ -334,8 +334,12 @@ absl::Status ParseArms(const YAML::Node& node, v1::RunSpec* spec) {
         absl::StatusOr<std::string> ceiling = CanonicalCeiling(*text, field);
         if (!ceiling.ok()) return ceiling.status();
         arm->set_ceiling(*ceiling);
+      } else if (key == "boot_entry") {
+        absl::StatusOr<std::string> text = ScalarText(v, field);
+        if (!text.ok()) return text.status();
+        arm->set_boot_entry(*text);
       } else {
-        return UnknownField(field, {"name", "params", "ceiling"});
+        return UnknownField(field, {"name", "params", "ceiling", "boot_entry"});
       }
       return absl::OkStatus();
     });

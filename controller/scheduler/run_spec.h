@@ -2,6 +2,7 @@
 // Run specs: parsing the user's YAML and the one validation of a RunSpec at the boundary.
 // Everything past ValidateRunSpec may assume a valid spec.
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -26,5 +27,18 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec);
 // tell "absent" from 0): iterations 0 -> 1, hosts.count 0 -> 1. ParseRunSpec does this
 // itself; call it before ValidateRunSpec, which refuses 0 for both.
 void FillRunSpecDefaults(v1::RunSpec* spec);
+
+// Whether hosts must reboot for `spec`: it plans, or may grow to, more than one boot per arm,
+// or an arm names a boot entry (every boot of such a run is a reboot into its entry).
+inline bool RunNeedsReboots(const v1::RunSpec& spec) {
+  return spec.boots() > 1 || spec.adaptive().boots().max() > 1 ||
+         std::any_of(spec.arms().begin(), spec.arms().end(),
+                     [](const v1::ArmSpec& arm) { return !arm.boot_entry().empty(); });
+}
+
+// Whether `spec` grows its plan until its comparison settles (docs/statistics.md).
+inline bool RunIsAdaptive(const v1::RunSpec& spec) {
+  return spec.adaptive().iterations().max() > 0 || spec.adaptive().boots().max() > 0;
+}
 
 }  // namespace tlbfleet::scheduler

@@ -112,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "iterations.target_ci: required"},
         BadCase{With("iterations: 2", "iterations: {min: 2, max: 9, target_ci: 0}"),
                 "iterations.target_ci: required"},
+        BadCase{With("iterations: 2", "iterations: {min: 2, max: 9, target_ci: -1%}"),
+                "iterations.target_ci: must be above 0 (a ratio CI half-width such as 1%), "
+                "got -1%"},
+        BadCase{With("iterations: 2", "boots: {min: 1, max: 4, target_ci: -0.5}"),
+                "boots.target_ci: must be above 0"},
         BadCase{With("iterations: 2", "iterations: {min: 2, max: 9, target_ci: 90%}"),
                 "iterations.target_ci: must be a ratio CI half-width between"},
         BadCase{With("iterations: 2", "iterations: {min: 2, max: 9, target_ci: lots}"),

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/workloads/workload.h"
+#include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
@@ -76,6 +77,23 @@ absl::Status CheckName(const std::string& name, const std::string& path) {
     if (!IsNameChar(c)) {
       return FieldError(path, absl::StrCat("may only contain letters, digits, '.', '_' and '-', "
                                            "got ",
+                                           Quote(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Boot entries are named by the agents' own configuration: letters, digits, '.', '_', '+'
+// and '-' ("6.12.117+deb12"). Whether a host has the entry is checked when hosts are matched.
+absl::Status CheckBootEntryName(const std::string& name, const std::string& path) {
+  if (name.size() > kMaxNameLength) {
+    return FieldError(
+        path, absl::StrCat("must be at most ", kMaxNameLength, " characters, got ", name.size()));
+  }
+  for (char c : name) {
+    if (!IsNameChar(c) && c != '+') {
+      return FieldError(path, absl::StrCat("may only contain letters, digits, '.', '_', '+' and "
+                                           "'-', got ",
                                            Quote(name)));
     }
   }
@@ -153,7 +171,52 @@ absl::Status CheckParamPolicies(const workloads::Workload& workload,
   return absl::OkStatus();
 }
 
+// `sweep: {ceiling: [1, 2, 4, ...]}` (or a linear/pow2/fib policy): flush ceilings in pages,
+// 0..INT_MAX, each once. Not a workload parameter: the agent writes each before its job.
+absl::Status CheckCeilingSweep(const v1::SweepSpec& sweep) {
+  const std::string path = absl::StrCat("sweep.", kCeilingSweepParam);
+  if (!sweep.min_expr().empty() || !sweep.max_expr().empty()) {
+    return FieldError(path, "ceiling values do not depend on the host; give numbers");
+  }
+  if (sweep.values_size() > 0) {
+    if (!sweep.policy().empty()) {
+      return FieldError(path, "give either a list of values or a policy, not both");
+    }
+    std::set<std::string> seen;
+    for (int i = 0; i < sweep.values_size(); ++i) {
+      const std::string field = absl::StrCat(path, "[", i, "]");
+      const std::string& value = sweep.values(i);
+      int64_t pages = 0;
+      const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
+      if (!digits || !absl::SimpleAtoi(value, &pages) || pages > kMaxCeiling) {
+        return RangeError(field, 0, kMaxCeiling, value);
+      }
+      if (!seen.insert(absl::StrCat(pages)).second) {
+        return FieldError(field, absl::StrCat("duplicate ceiling ", pages));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (sweep.policy() != "linear" && sweep.policy() != "pow2" && sweep.policy() != "fib") {
+    return FieldError(absl::StrCat(path, ".policy"),
+                      sweep.policy().empty()
+                          ? std::string("required (linear, pow2 or fib), or give a list")
+                          : absl::StrCat("unknown policy ", Quote(sweep.policy()),
+                                         " for a ceiling sweep (known: linear, pow2, fib)"));
+  }
+  if (sweep.min() < 0 || sweep.min() > kMaxCeiling) {
+    return RangeError(path + ".min", 0, kMaxCeiling, absl::StrCat(sweep.min()));
+  }
+  if (sweep.max() < sweep.min() || sweep.max() > kMaxCeiling) {
+    return RangeError(path + ".max", sweep.min(), kMaxCeiling, absl::StrCat(sweep.max()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec& sweep) {
+  if (IsCeilingSweep(sweep)) return CheckCeilingSweep(sweep);
   if (sweep.param().empty()) {
     if (sweep.values_size() > 0 || !sweep.policy().empty()) {
       return FieldError("sweep.param", "required when sweep values or a policy are given");
@@ -246,6 +309,15 @@ absl::Status CheckArms(const workloads::Workload& workload, const v1::RunSpec& s
     if (!arm.ceiling().empty()) {
       absl::StatusOr<std::string> ceiling = CanonicalCeiling(arm.ceiling(), path + ".ceiling");
       if (!ceiling.ok()) return ceiling.status();
+      if (IsCeilingSweep(spec.sweep())) {
+        return FieldError(path + ".ceiling",
+                          "the run sweeps the ceiling (sweep.ceiling); an arm may not set one");
+      }
+    }
+    if (!arm.boot_entry().empty()) {
+      if (absl::Status s = CheckBootEntryName(arm.boot_entry(), path + ".boot_entry"); !s.ok()) {
+        return s;
+      }
     }
   }
   return absl::OkStatus();
@@ -362,6 +434,10 @@ absl::Status CheckBootsAndAdaptive(const workloads::Workload& workload, const v1
     return s;
   }
   const std::string level = adaptive_iterations ? "iterations" : "boots";
+  if ((adaptive_iterations || adaptive_boots) && RunUsesBootEntries(spec)) {
+    // Growing a run adds boots or iterations to the latest boot, which is one entry's only.
+    return FieldError(level, "an adaptive run cannot use boot entries (arms[].boot_entry) yet");
+  }
   if (!adaptive_iterations && !adaptive_boots) {
     if (a.target_ci() != 0 || a.metrics_size() > 0) {
       return FieldError("iterations",
@@ -370,8 +446,16 @@ absl::Status CheckBootsAndAdaptive(const workloads::Workload& workload, const v1
     }
     return absl::OkStatus();
   }
+  // The proto cannot tell a missing target from "target_ci: 0": both are refused here.
   if (a.target_ci() == 0) {
-    return FieldError(level + ".target_ci", "required for an adaptive run (e.g. 1%)");
+    return FieldError(level + ".target_ci",
+                      "required for an adaptive run, and above 0 (a ratio CI half-width such "
+                      "as 1%)");
+  }
+  if (!(a.target_ci() > 0)) {
+    return FieldError(level + ".target_ci",
+                      absl::StrCat("must be above 0 (a ratio CI half-width such as 1%), got ",
+                                   a.target_ci() * 100, "%"));
   }
   if (!(a.target_ci() >= kMinTargetCi && a.target_ci() <= kMaxTargetCi)) {
     return FieldError(
@@ -424,12 +508,31 @@ std::vector<std::string> SubmitTimeSweepValues(const v1::SweepSpec& sweep) {
   return {""};
 }
 
+// The field to blame for parameters of arm `arm` that do not combine: the parameter the
+// workload names first in its error ("port: ..."), where the spec sets it (the sweep, the
+// arm, or the run); the arm itself when the spec does not set it (its default).
+std::string CombinationField(const v1::RunSpec& spec, int arm, absl::string_view error) {
+  const std::string name(error.substr(0, error.find(':')));
+  const v1::ArmSpec& a = spec.arms(arm);
+  if (!name.empty() && name == spec.sweep().param()) return absl::StrCat("sweep.", name);
+  if (a.params().count(name) > 0) return absl::StrCat("arms[", arm, "].params.", name);
+  if (a.param_policies().count(name) > 0) {
+    return absl::StrCat("arms[", arm, "].param_policies.", name);
+  }
+  if (spec.params().count(name) > 0) return absl::StrCat("params.", name);
+  if (spec.param_policies().count(name) > 0) return absl::StrCat("param_policies.", name);
+  return absl::StrCat("arms[", arm, "]");
+}
+
 // Each parameter may be valid alone yet the combination not (a workload may bound one
 // parameter by another), so every (arm, sweep value) pair goes through ResolveParams. This
 // also catches sweep values that differ in spelling only ("01" and "1").
 absl::Status CheckCombinations(const workloads::Workload& workload, const v1::RunSpec& spec) {
-  const std::vector<std::string> values = SubmitTimeSweepValues(spec.sweep());
-  const std::string& swept = spec.sweep().param();
+  // A ceiling sweep changes no workload parameter: the arms' parameters are checked once.
+  const std::vector<std::string> values = IsCeilingSweep(spec.sweep())
+                                              ? std::vector<std::string>{""}
+                                              : SubmitTimeSweepValues(spec.sweep());
+  const std::string swept = IsCeilingSweep(spec.sweep()) ? std::string() : spec.sweep().param();
   for (int i = 0; i < spec.arms_size(); ++i) {
     std::map<std::string, std::string> merged = ArmParams(spec, spec.arms(i));
     // A parameter drawn per iteration is checked at its largest value here, at 1 below.
@@ -441,8 +544,8 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
       absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(workload, merged);
       if (!resolved.ok()) {
         const std::string at = swept.empty() ? "" : absl::StrCat(" at ", swept, "=", values[j]);
-        return FieldError(absl::StrCat("arms[", i, "]"),
-                          absl::StrCat("parameters do not combine", at, ": ",
+        return FieldError(CombinationField(spec, i, resolved.status().message()),
+                          absl::StrCat("parameters of arms[", i, "] do not combine", at, ": ",
                                        std::string(resolved.status().message())));
       }
       if (swept.empty()) continue;
@@ -461,9 +564,10 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
     if (!swept.empty() && !values.front().empty()) merged[swept] = values.front();
     absl::StatusOr<workloads::Params> lowest = workloads::ResolveParams(workload, merged);
     if (!lowest.ok()) {
-      return FieldError(absl::StrCat("arms[", i, "]"),
-                        absl::StrCat("parameters do not combine with the lowest drawn value 1: ",
-                                     std::string(lowest.status().message())));
+      return FieldError(
+          CombinationField(spec, i, lowest.status().message()),
+          absl::StrCat("parameters of arms[", i, "] do not combine with the lowest drawn value 1: ",
+                       std::string(lowest.status().message())));
     }
   }
   return absl::OkStatus();
@@ -482,6 +586,11 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
   }
   const std::string& swept = spec.sweep().param();
   if (absl::Status s = CheckParams(*workload, spec.params(), "params", swept); !s.ok()) return s;
+  if (RunUsesBootEntries(spec) && spec.hosts().kernel_release().size() > 0) {
+    // The entry decides the kernel; a release glob too would only make hosts unmatchable.
+    return FieldError("hosts.kernel_release",
+                      "the arms name boot entries, which decide the kernel; leave it out");
+  }
   if (absl::Status s =
           CheckParamPolicies(*workload, spec.param_policies(), spec.params(), "params", swept);
       !s.ok()) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "boost/math/distributions/non_central_t.hpp"
+#include "boost/math/distributions/students_t.hpp"
 #include "gtest/gtest.h"
 
 namespace tlbfleet::stats {
@@ -46,42 +48,84 @@ TEST(VarianceComponentsTest, DegenerateShapesSayWhy) {
   EXPECT_FALSE(one_iteration.between.has_value());
 }
 
-TEST(RecommendTest, KaliberaJonesOptimum) {
-  VarianceComponents vc;
-  vc.within = 4;   // relative to mean 100: 4e-4
-  vc.between = 1;  // 1e-4
-  Costs costs;
-  costs.seconds_per_iteration = 10;
-  costs.seconds_per_boot = 90;
-  const RepetitionAdvice a = RecommendRepetitions(vc, 100, vc, 100, costs, 0.01);
-  // r1 = ceil(sqrt(90 / 10 * 4 / 1)) = 6.
-  ASSERT_TRUE(a.iterations_per_boot && a.boots && a.expected_half_width_pct);
-  EXPECT_EQ(*a.iterations_per_boot, 6);
-  // v = 2 * (1 + 4 / 6) / 100^2 = 3.33e-4; n = ceil(1.96^2 * v / 0.01^2) = ceil(12.8) = 13.
-  EXPECT_EQ(*a.boots, 13);
-  const double z = 1.959963984540054;
-  EXPECT_NEAR(*a.expected_half_width_pct, 100 * z * std::sqrt(2 * (1 + 4.0 / 6) / 1e4 / 13), 1e-9);
-  EXPECT_LE(*a.expected_half_width_pct, 1.0);
-
-  // Cheap reboots favour more boots with fewer iterations.
-  costs.seconds_per_boot = 10;
-  EXPECT_EQ(*RecommendRepetitions(vc, 100, vc, 100, costs, 0.01).iterations_per_boot, 2);
+TEST(LogRatioComponentsTest, InteractionIsWhatIterationNoiseDoesNotExplain) {
+  // Per-boot log ratios 0, 0.02, 0.04 (sample variance 4e-4); each arm's iterations vary
+  // by ±0.01 around their boot mean (within variance 1e-4 with 2 iterations, r = 2).
+  BootGroups base, other;
+  for (int b = 0; b < 3; ++b) {
+    const double shared = 0.1 * b;  // the boot effect both arms see: cancels
+    base.push_back({shared - 0.01, shared + 0.01});
+    other.push_back({shared + 0.02 * b - 0.01, shared + 0.02 * b + 0.01});
+  }
+  const LogRatioComponents c = EstimateLogRatioComponents(base, other);
+  ASSERT_TRUE(c.interaction.has_value()) << c.why_undefined;
+  EXPECT_EQ(c.boots, 3u);
+  EXPECT_NEAR(*c.within_base, 2e-4, 1e-15);  // (0.01^2 * 2) / (2 - 1) per boot, pooled
+  EXPECT_NEAR(*c.log_ratio_variance, 4e-4, 1e-15);
+  EXPECT_NEAR(*c.interaction, 4e-4 - 2e-4 / 2 - 2e-4 / 2, 1e-15);
+  // Not aligned, or fewer than 2 shared boots: undefined.
+  EXPECT_FALSE(EstimateLogRatioComponents(base, {{1.0}}).interaction.has_value());
+  EXPECT_FALSE(EstimateLogRatioComponents({{1, 2}}, {{1, 2}}).interaction.has_value());
 }
 
-TEST(RecommendTest, NoBetweenBootVarianceCapsIterations) {
-  VarianceComponents vc;
-  vc.within = 1;
-  vc.between = 0;
-  const RepetitionAdvice a = RecommendRepetitions(vc, 10, vc, 10, Costs{}, 0.01);
-  EXPECT_EQ(*a.iterations_per_boot, 1000);
-  EXPECT_EQ(*a.boots, 2);
+TEST(AdviceTest, PairedKaliberaJonesOptimumCountsBothArmsPerBoot) {
+  LogRatioComponents c;
+  c.within_base = 1e-4;
+  c.within_other = 1e-4;
+  c.interaction = 1e-5;
+  AdviceOptions options;
+  options.costs.seconds_per_iteration = 10;
+  options.costs.seconds_per_boot = 90;
+  // r1 = ceil(sqrt(90 * 2e-4 / (2 * 10 * 1e-5))) = ceil(9.49) = 10.
+  const RepetitionAdvice a = AdvisePaired(c, options);
+  ASSERT_TRUE(a.iterations_per_boot && a.boots && a.expected_half_width_pct) << a.why_undefined;
+  EXPECT_EQ(*a.iterations_per_boot, 10);
+  // Cheap reboots favour more boots with fewer iterations each.
+  options.costs.seconds_per_boot = 10;
+  EXPECT_EQ(*AdvisePaired(c, options).iterations_per_boot, 4);
+  // No interaction shows: the cap, and the fewest boots.
+  c.interaction = 0;
+  const RepetitionAdvice capped = AdvisePaired(c, options);
+  EXPECT_EQ(*capped.iterations_per_boot, 100);
+  EXPECT_GE(*capped.boots, 2);
 }
 
-TEST(RecommendTest, NeedsTwoBootsOfData) {
+// The advised boots are the smallest n meeting both power conditions (docs/statistics.md):
+// n - 1 must fail one of them.
+TEST(AdviceTest, BootsAreTheSmallestThatMeetBothPowerConditions) {
+  VarianceComponents arm;
+  arm.within = 4e-4;
+  arm.between = 1e-4;
+  AdviceOptions options;
+  const RepetitionAdvice a = AdviseUnpaired(arm, arm, options);
+  ASSERT_TRUE(a.boots.has_value()) << a.why_undefined;
+  const double r = *a.iterations_per_boot;
+  EXPECT_EQ(r, 5);  // ceil(sqrt(60 / 10 * 4e-4 / 1e-4)) = ceil(4.9)
+  const double unit = 2 * (1e-4 + 4e-4 / r);
+  const double d = std::log1p(options.margin);
+  auto meets = [&](double n) {
+    const double df = 2 * n - 2;
+    const boost::math::non_central_t t(df, d / std::sqrt(unit / n));
+    const double crit = boost::math::quantile(boost::math::students_t(df), 0.975);
+    const double detect =
+        boost::math::cdf(boost::math::complement(t, crit)) + boost::math::cdf(t, -crit);
+    const double same =
+        1 - 2 * boost::math::cdf(t, boost::math::quantile(boost::math::students_t(df), 0.95));
+    return detect >= 0.8 && same >= 0.8;
+  };
+  EXPECT_TRUE(meets(*a.boots));
+  EXPECT_FALSE(meets(*a.boots - 1));
+  // A wider margin needs fewer boots.
+  options.margin = 0.05;
+  EXPECT_LT(*AdviseUnpaired(arm, arm, options).boots, *a.boots);
+}
+
+TEST(AdviceTest, NeedsTwoBootsOfData) {
   const VarianceComponents one_boot = EstimateVarianceComponents({{1, 2, 3}});
-  const RepetitionAdvice a = RecommendRepetitions(one_boot, 2, one_boot, 2, Costs{});
+  const RepetitionAdvice a = AdviseUnpaired(one_boot, one_boot, AdviceOptions{});
   EXPECT_FALSE(a.boots.has_value());
   EXPECT_FALSE(a.why_undefined.empty());
+  EXPECT_FALSE(AdvisePaired(LogRatioComponents{}, AdviceOptions{}).boots.has_value());
 }
 
 }  // namespace

@@ -19,52 +19,30 @@ uint64_t SplitMix64(uint64_t* state) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// What the resampler needs of one boot.
-struct Boot {
-  const std::vector<double>* values;
-  double mean;
-  double sd_of_mean;  // sqrt(population variance / r)
+// What the resampler needs of one sample of units.
+struct Sample {
+  std::span<const double> values;
+  double mean = 0;
+  double sd_of_mean = 0;  // sqrt(population variance / n), for the normal shortcut
 };
 
-struct Arm {
-  std::vector<Boot> boots;
-  size_t samples = 0;
-  double mean = 0;  // mean of boot means
-};
-
-Arm Prepare(const BootGroups& groups) {
-  Arm arm;
-  for (const std::vector<double>& g : groups) {
-    if (g.empty()) continue;
-    const double r = static_cast<double>(g.size());
-    double mean = 0;
-    for (double x : g) mean += x;
-    mean /= r;
-    double ss = 0;
-    for (double x : g) ss += (x - mean) * (x - mean);
-    arm.boots.push_back({&g, mean, std::sqrt(ss / r / r)});
-    arm.samples += g.size();
-    arm.mean += mean;
-  }
-  if (!arm.boots.empty()) arm.mean /= static_cast<double>(arm.boots.size());
-  return arm;
+Sample Prepare(std::span<const double> values) {
+  Sample s;
+  s.values = values;
+  const double n = static_cast<double>(values.size());
+  for (double x : values) s.mean += x;
+  s.mean /= n;
+  double ss = 0;
+  for (double x : values) ss += (x - s.mean) * (x - s.mean);
+  s.sd_of_mean = std::sqrt(ss / n / n);
+  return s;
 }
 
-double ResampleMean(const Arm& arm, bool exact, Rng* rng) {
-  const size_t nb = arm.boots.size();
+double ResampleMean(const Sample& s, bool exact, Rng* rng) {
+  if (!exact) return s.mean + s.sd_of_mean * rng->Normal();
   double sum = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    const Boot& boot = arm.boots[rng->Below(nb)];
-    if (exact) {
-      const std::vector<double>& v = *boot.values;
-      double s = 0;
-      for (size_t i = 0; i < v.size(); ++i) s += v[rng->Below(v.size())];
-      sum += s / static_cast<double>(v.size());
-    } else {
-      sum += boot.mean + boot.sd_of_mean * rng->Normal();
-    }
-  }
-  return sum / static_cast<double>(nb);
+  for (size_t i = 0; i < s.values.size(); ++i) sum += s.values[rng->Below(s.values.size())];
+  return sum / static_cast<double>(s.values.size());
 }
 
 // Type 7 (linear interpolation) quantile of ascending `sorted`, as numpy's default.
@@ -75,40 +53,35 @@ double Quantile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
-// Jackknife values of one arm's mean: leave one boot out when the arm has 2 boots or more,
-// else leave one iteration of its single boot out (the unit the bootstrap really resamples).
-std::vector<double> JackknifeMeans(const Arm& arm) {
+// Leave-one-out means of one sample.
+std::vector<double> JackknifeMeans(const Sample& s) {
   std::vector<double> out;
-  const size_t nb = arm.boots.size();
-  if (nb >= 2) {
-    const double total = arm.mean * static_cast<double>(nb);
-    for (const Boot& b : arm.boots) out.push_back((total - b.mean) / static_cast<double>(nb - 1));
-    return out;
-  }
-  const std::vector<double>& v = *arm.boots[0].values;
-  if (v.size() < 2) return out;
-  double sum = 0;
-  for (double x : v) sum += x;
-  for (double x : v) out.push_back((sum - x) / static_cast<double>(v.size() - 1));
+  if (s.values.size() < 2) return out;
+  const double n = static_cast<double>(s.values.size());
+  const double total = s.mean * n;
+  for (double x : s.values) out.push_back((total - x) / (n - 1));
   return out;
 }
 
-// scipy.stats.bootstrap's multi-sample acceleration: per sample j, U_ji = (n_j - 1)
-// (mean_i theta_ji - theta_ji); a = sum_j sum_i U^3 / n_j^3 / (6 (sum_j sum_i U^2 / n_j^2)^1.5).
-std::optional<double> Acceleration(const Arm& base, const Arm& other) {
+// scipy.stats.bootstrap's acceleration: per sample j with jackknife values theta_ji,
+// U_ji = (n_j - 1)(mean_i theta_ji - theta_ji); a = sum_j sum_i U^3 / n_j^3 /
+// (6 (sum_j sum_i U^2 / n_j^2)^1.5). For one sample (paired) it is the textbook
+// sum d^3 / (6 (sum d^2)^1.5).
+std::optional<double> Acceleration(const std::vector<const Sample*>& samples,
+                                   const std::vector<int>& signs) {
   double num = 0, den = 0;
-  for (int side = 0; side < 2; ++side) {
-    const std::vector<double> jack = JackknifeMeans(side == 0 ? base : other);
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const std::vector<double> jack = JackknifeMeans(*samples[k]);
     if (jack.size() < 2) continue;
-    std::vector<double> theta;
-    for (double m : jack) theta.push_back(side == 0 ? other.mean / m : m / base.mean);
+    // The statistic changes with this sample's mean by `sign`; the other samples' means are
+    // constants that cancel in the differences below.
+    const double n = static_cast<double>(jack.size());
     double dot = 0;
-    for (double t : theta) dot += t;
-    const double n = static_cast<double>(theta.size());
+    for (double t : jack) dot += signs[k] * t;
     dot /= n;
     double s2 = 0, s3 = 0;
-    for (double t : theta) {
-      const double u = (n - 1) * (dot - t);
+    for (double t : jack) {
+      const double u = (n - 1) * (dot - signs[k] * t);
       s2 += u * u;
       s3 += u * u * u;
     }
@@ -117,6 +90,10 @@ std::optional<double> Acceleration(const Arm& base, const Arm& other) {
   }
   if (!(den > 0) || !std::isfinite(num)) return std::nullopt;
   return num / (6 * std::pow(den, 1.5));
+}
+
+bool AllFinite(std::span<const double> v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
 }
 
 }  // namespace
@@ -151,6 +128,8 @@ uint64_t Rng::Below(uint64_t n) {
   return static_cast<uint64_t>(m >> 64);
 }
 
+double Rng::Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
 double Rng::Normal() {
   if (has_spare_) {
     has_spare_ = false;
@@ -158,7 +137,7 @@ double Rng::Normal() {
   }
   // 53-bit uniforms; u1 in (0, 1] so the log is finite.
   const double u1 = static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53;
-  const double u2 = static_cast<double>(Next() >> 11) * 0x1.0p-53;
+  const double u2 = Uniform();
   const double radius = std::sqrt(-2 * std::log(u1));
   const double angle = 2 * std::numbers::pi * u2;
   spare_ = radius * std::sin(angle);
@@ -166,76 +145,67 @@ double Rng::Normal() {
   return radius * std::cos(angle);
 }
 
-RatioInterval BootstrapRatioOfMeans(const BootGroups& base_groups, const BootGroups& other_groups,
+BootstrapInterval BootstrapLogRatio(std::span<const double> base_units,
+                                    std::span<const double> other_units, bool paired, double level,
                                     const BootstrapOptions& options) {
-  RatioInterval r;
-  const Arm base = Prepare(base_groups);
-  const Arm other = Prepare(other_groups);
-  if (base.boots.empty() || other.boots.empty()) {
-    r.why_undefined = "an arm has no samples";
+  BootstrapInterval r;
+  if (other_units.empty() || (!paired && base_units.empty())) {
+    r.why_undefined = "no units to resample";
     return r;
   }
-  if (!std::isfinite(base.mean) || !std::isfinite(other.mean)) {
-    r.why_undefined = "a sample is NaN or infinite";
+  if (!AllFinite(other_units) || (!paired && !AllFinite(base_units))) {
+    r.why_undefined = "a value is not finite";
     return r;
   }
-  if (base.mean == 0) {
-    r.why_undefined = "the baseline mean is 0";
+  if (options.resamples < 2 || !(level > 0 && level < 1)) {
+    r.why_undefined = "no bootstrap (fewer than 2 resamples)";
     return r;
   }
-  const double theta = other.mean / base.mean;
-  r.ratio = theta;
-  if (options.resamples < 2) {
-    r.why_undefined = "fewer than 2 resamples";
-    return r;
-  }
-  bool exact = options.within == WithinBoot::kExact;
-  if (options.within == WithinBoot::kAuto) {
-    exact = static_cast<double>(options.resamples) *
-                static_cast<double>(base.samples + other.samples) <=
+  const Sample other = Prepare(other_units);
+  const Sample base = paired ? Sample{} : Prepare(base_units);
+  const double theta = other.mean - base.mean;
+  const double units = static_cast<double>(other_units.size() + (paired ? 0 : base_units.size()));
+  r.exact = static_cast<double>(options.resamples) * units <=
             static_cast<double>(options.exact_draw_budget);
-  }
-  r.exact_within = exact;
 
   Rng rng(options.seed);
-  std::vector<double> ratios(static_cast<size_t>(options.resamples));
-  for (double& ratio : ratios) {
-    const double b = ResampleMean(base, exact, &rng);
-    const double o = ResampleMean(other, exact, &rng);
-    ratio = o / b;
-    if (!std::isfinite(ratio)) {
-      r.why_undefined = "a resample of the baseline has mean 0";
-      return r;
-    }
+  std::vector<double> stats(static_cast<size_t>(options.resamples));
+  for (double& s : stats) {
+    const double b = paired ? 0 : ResampleMean(base, r.exact, &rng);
+    s = ResampleMean(other, r.exact, &rng) - b;
   }
-  std::sort(ratios.begin(), ratios.end());
-  const double alpha = 1 - options.confidence;
-  r.percentile_low = Quantile(ratios, alpha / 2);
-  r.percentile_high = Quantile(ratios, 1 - alpha / 2);
+  std::sort(stats.begin(), stats.end());
+  const double alpha = 1 - level;
+  r.percentile_low = std::exp(Quantile(stats, alpha / 2));
+  r.percentile_high = std::exp(Quantile(stats, 1 - alpha / 2));
 
-  // BCa (Efron 1987) as scipy computes it. Undefined when every resample falls on one side
-  // of the estimate (z0 infinite) or the jackknife has no spread (no acceleration).
+  // BCa (Efron 1987) as scipy computes it: z0 from the share of resamples below the
+  // estimate, counting ties half (scipy averages "<" and "<="). Undefined when every
+  // resample falls on one side of the estimate (z0 infinite) or the jackknife has no spread.
   const double below =
-      static_cast<double>(std::lower_bound(ratios.begin(), ratios.end(), theta) - ratios.begin());
-  const double p0 = below / static_cast<double>(ratios.size());
-  const std::optional<double> a = Acceleration(base, other);
+      static_cast<double>(std::lower_bound(stats.begin(), stats.end(), theta) - stats.begin());
+  const double at_or_below =
+      static_cast<double>(std::upper_bound(stats.begin(), stats.end(), theta) - stats.begin());
+  const double p0 = (below + at_or_below) / (2 * static_cast<double>(stats.size()));
+  const std::optional<double> a =
+      paired ? Acceleration({&other}, {1}) : Acceleration({&base, &other}, {-1, 1});
   if (p0 > 0 && p0 < 1 && a) {
     const boost::math::normal normal;
     const double z0 = boost::math::quantile(normal, p0);
     auto adjusted = [&](double q) {
-      const double zq = boost::math::quantile(normal, q);
-      const double num = z0 + zq;
+      const double num = z0 + boost::math::quantile(normal, q);
       return boost::math::cdf(normal, z0 + num / (1 - *a * num));
     };
     const double q_low = adjusted(alpha / 2);
     const double q_high = adjusted(1 - alpha / 2);
     if (std::isfinite(q_low) && std::isfinite(q_high)) {
-      r.bca_low = Quantile(ratios, q_low);
-      r.bca_high = Quantile(ratios, q_high);
+      r.bca_low = std::exp(Quantile(stats, q_low));
+      r.bca_high = std::exp(Quantile(stats, q_high));
     }
   }
-  if (!r.bca_low)
+  if (!r.bca_low) {
     r.why_undefined = "BCa undefined: every resample is on one side, or no jackknife spread";
+  }
   return r;
 }
 

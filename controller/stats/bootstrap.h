@@ -1,48 +1,46 @@
 #pragma once
-// Hierarchical bootstrap confidence interval of the ratio of two arms' means (pure, seeded,
-// reproducible). Each resample draws an arm's boots with replacement, then the iterations
-// within each drawn boot with replacement; the arm's resampled mean is the mean of the drawn
-// boots' resampled means, and the statistic is other / base.
+// Bootstrap interval of the verdict's ratio (pure, seeded, reproducible): a distribution-free
+// cross-check printed next to the t interval of ratio_interval.h, never the basis of a verdict.
+// It resamples the units the test uses — boots when there are boots (Davison & Hinkley
+// 1997, §3.8: resample the top level only; resampling iterations inside resampled boots
+// counts the within-boot variance twice), the iterations of the single boot otherwise — on
+// the log scale: statistic = mean(other units) - mean(base units), ratio = exp(statistic).
+// Paired designs resample the per-boot log ratios, i.e. boot ids jointly for both arms.
+//
+// With few units a bootstrap interval is too narrow: it has the plug-in variance's
+// (B - 1) / B shrinkage and normal rather than t tails (2 boots per arm: 3 distinct
+// resamples each). docs/statistics.md's calibration table shows its coverage next to the t
+// interval's.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
-
-#include "controller/stats/boots.h"
 
 namespace tlbfleet::stats {
 
-// How the within-boot level is resampled.
-enum class WithinBoot {
-  // Exact when resamples * (samples of both arms) <= exact_draw_budget, else kNormal.
-  kAuto,
-  // Draw r iterations with replacement from the boot's r iterations.
-  kExact,
-  // Draw the resampled boot mean from N(boot mean, boot variance / r), the variance with
-  // denominator r: the same mean and variance as kExact's resampled boot mean, in O(1)
-  // instead of O(r). By the central limit theorem the two agree for all but tiny r.
-  kNormal,
-};
-
 struct BootstrapOptions {
-  int resamples = 10000;
+  int resamples = 10000;               // 0: no bootstrap
   uint64_t seed = 0x746c62666c656574;  // "tlbfleet": the same data gives the same report
-  double confidence = 0.95;
-  WithinBoot within = WithinBoot::kAuto;
+  // Above resamples * units draws, each resampled mean is drawn from N(mean, variance / n)
+  // (population variance: the same first two moments as drawing n units), O(1) instead of
+  // O(n); by the central limit theorem the two agree for all but tiny n.
   uint64_t exact_draw_budget = 50'000'000;
 };
 
-struct RatioInterval {
-  std::optional<double> ratio;  // mean(other) / mean(base), boot-mean means
-  std::optional<double> percentile_low, percentile_high;
-  std::optional<double> bca_low, bca_high;  // nullopt when BCa is undefined (see .cc)
-  bool exact_within = false;                // which WithinBoot was used
+struct BootstrapInterval {
+  std::optional<double> percentile_low, percentile_high;  // ratio scale
+  std::optional<double> bca_low, bca_high;                // nullopt when BCa is undefined (see .cc)
+  bool exact = true;                                      // every resample drawn unit by unit
   std::string why_undefined;
 };
 
-// Undefined (with a reason) when an arm has no samples, a value is not finite, or the
-// baseline's mean (or a resample of it) is 0.
-RatioInterval BootstrapRatioOfMeans(const BootGroups& base, const BootGroups& other,
+// `paired`: `other` holds the per-pair log ratios (resampled as one sample; `base` is
+// ignored). Otherwise `base` and `other` are each arm's log-scale units, resampled
+// independently. `level` in (0, 1). Undefined (with a reason) with no units, fewer than 2
+// resamples, or non-finite values.
+BootstrapInterval BootstrapLogRatio(std::span<const double> base, std::span<const double> other,
+                                    bool paired, double level,
                                     const BootstrapOptions& options = {});
 
 // A small, fast generator with a documented algorithm (xoshiro256++, seeded by splitmix64),
@@ -55,6 +53,8 @@ class Rng {
   uint64_t Below(uint64_t n);
   // Standard normal (Box–Muller on two uniform doubles).
   double Normal();
+  // Uniform in [0, 1).
+  double Uniform();
 
  private:
   uint64_t s_[4];

@@ -27,8 +27,9 @@ struct MannWhitneyResult {
   std::string why_undefined;
 };
 
-// Mann–Whitney U, as scipy's method="auto": the exact distribution when there are no ties
-// and either sample has at most 8 values; otherwise the normal approximation with the tie
+// Mann–Whitney U. The p-value follows scipy's method="auto" — the exact distribution when
+// there are no ties and either sample has at most 8 values — with one more condition:
+// m·n <= 2500 (the exact table's cost); otherwise the normal approximation with the tie
 // correction and a continuity correction of 0.5. Undefined for an empty sample, non-finite
 // input, or when every value is tied (no variance under the null).
 MannWhitneyResult MannWhitneyU(std::span<const double> base, std::span<const double> other);
@@ -43,7 +44,9 @@ struct HodgesLehmannResult {
 // Hodges–Lehmann shift estimate and its distribution-free confidence interval
 // [D(k), D(nm + 1 - k)] over the sorted differences D. k comes from the exact Wilcoxon
 // rank-sum distribution when both samples are smaller than 50 and have no ties (as R's
-// wilcox.test), otherwise k = floor(nm/2 - z * sqrt(nm (n + m + 1) / 12)) (Hollander & Wolfe).
+// wilcox.test), otherwise k = floor(nm/2 - z * sqrt(nm/12 ((n + m + 1) - T))) with the tie
+// term T = sum(t^3 - t) / ((n + m)(n + m - 1)) over groups of tied values (Hollander & Wolfe,
+// with the rank-sum variance's usual tie correction).
 // Never materialises the n·m differences: a sort plus a few O(n + m) counting passes
 // (pairwise_differences.h).
 HodgesLehmannResult HodgesLehmann(std::span<const double> base, std::span<const double> other,

@@ -111,6 +111,233 @@ CREATE TABLE slot_boots (
   PRIMARY KEY (run_id, slot, boot_index)
 );
 )sql"},
+      {5,
+       "job and sample counts on the run row, indexes for dispatch, run events, agent principals",
+       R"sql(
+-- Counts kept on the run row, so that reading, listing and finishing a run never recounts its
+-- jobs and samples. Job counts follow every change of jobs.state through the triggers below;
+-- the sample count is kept by the store where samples are stored and discarded.
+ALTER TABLE runs ADD COLUMN jobs_total INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN jobs_queued INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN jobs_leased INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN jobs_succeeded INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN jobs_failed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN jobs_cancelled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN samples INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET
+  jobs_total = (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id),
+  jobs_queued = (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id AND j.state = 'queued'),
+  jobs_leased = (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id AND j.state = 'leased'),
+  jobs_succeeded =
+    (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id AND j.state = 'succeeded'),
+  jobs_failed = (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id AND j.state = 'failed'),
+  jobs_cancelled =
+    (SELECT COUNT(*) FROM jobs j WHERE j.run_id = runs.id AND j.state = 'cancelled'),
+  samples = (SELECT COUNT(*) FROM samples s WHERE s.run_id = runs.id);
+CREATE TRIGGER jobs_counted_on_insert AFTER INSERT ON jobs BEGIN
+  UPDATE runs SET jobs_total = jobs_total + 1,
+    jobs_queued = jobs_queued + (NEW.state = 'queued'),
+    jobs_leased = jobs_leased + (NEW.state = 'leased'),
+    jobs_succeeded = jobs_succeeded + (NEW.state = 'succeeded'),
+    jobs_failed = jobs_failed + (NEW.state = 'failed'),
+    jobs_cancelled = jobs_cancelled + (NEW.state = 'cancelled')
+  WHERE id = NEW.run_id;
+END;
+CREATE TRIGGER jobs_counted_on_update AFTER UPDATE OF state ON jobs
+WHEN OLD.state <> NEW.state BEGIN
+  UPDATE runs SET
+    jobs_queued = jobs_queued + (NEW.state = 'queued') - (OLD.state = 'queued'),
+    jobs_leased = jobs_leased + (NEW.state = 'leased') - (OLD.state = 'leased'),
+    jobs_succeeded = jobs_succeeded + (NEW.state = 'succeeded') - (OLD.state = 'succeeded'),
+    jobs_failed = jobs_failed + (NEW.state = 'failed') - (OLD.state = 'failed'),
+    jobs_cancelled = jobs_cancelled + (NEW.state = 'cancelled') - (OLD.state = 'cancelled')
+  WHERE id = NEW.run_id;
+END;
+CREATE TRIGGER jobs_counted_on_delete AFTER DELETE ON jobs BEGIN
+  UPDATE runs SET jobs_total = jobs_total - 1,
+    jobs_queued = jobs_queued - (OLD.state = 'queued'),
+    jobs_leased = jobs_leased - (OLD.state = 'leased'),
+    jobs_succeeded = jobs_succeeded - (OLD.state = 'succeeded'),
+    jobs_failed = jobs_failed - (OLD.state = 'failed'),
+    jobs_cancelled = jobs_cancelled - (OLD.state = 'cancelled')
+  WHERE id = OLD.run_id;
+END;
+-- Lease expiry and "which lease does this agent hold" look only at leased jobs.
+CREATE INDEX jobs_leased_by_expiry ON jobs(lease_expires_ms) WHERE state = 'leased';
+CREATE INDEX jobs_leased_by_agent ON jobs(agent_id) WHERE state = 'leased';
+-- Dispatch reads the active runs; old finished runs pile up.
+CREATE INDEX runs_by_state ON runs(state);
+-- What happened to each run (tlbfleet.v1.RunEvent), for live progress and its replay. The id
+-- increases across the controller and is never reused (AUTOINCREMENT).
+CREATE TABLE run_events (
+  id      INTEGER PRIMARY KEY AUTOINCREMENT,
+  run_id  INTEGER NOT NULL REFERENCES runs(id),
+  time_ms INTEGER NOT NULL,
+  event   BLOB NOT NULL                   -- serialized tlbfleet.v1.RunEvent, without its id
+);
+CREATE INDEX run_events_by_run ON run_events(run_id, id);
+-- The authenticated principal that first registered the agent id ('' = not bound yet).
+ALTER TABLE hosts ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+)sql"},
+      {6, "samples: the ceiling observed throughout the workload, the netperf peer", R"sql(
+-- ceiling now holds the value the agent read before, during and after the workload whenever
+-- it could (ceiling_observed = 1), also when the arm set none (ceiling_applied = 0).
+ALTER TABLE samples ADD COLUMN ceiling_observed INTEGER NOT NULL DEFAULT 0;
+-- The hostname of a `server: peer` netperf job's peer.
+ALTER TABLE samples ADD COLUMN peer_host TEXT NOT NULL DEFAULT '';
+)sql"},
+      {7, "reboot requests and peer reservations survive a restart; dispatch index", R"sql(
+-- The agent whose netserver serves this lease's job (a parameter resolved to a peer), while
+-- the job is leased: the reservation is rebuilt from here after a controller restart.
+ALTER TABLE jobs ADD COLUMN peer_agent_id TEXT;
+-- Hosts the controller asked for a fresh boot and has not seen back on another boot yet
+-- (controller/core/reboots.h).
+CREATE TABLE reboot_requests (
+  agent_id     TEXT PRIMARY KEY,
+  run_id       INTEGER NOT NULL,
+  boot_id      TEXT NOT NULL,           -- the boot the host was asked to leave
+  times        INTEGER NOT NULL,        -- requests that found it still on that boot
+  pending      INTEGER NOT NULL,
+  requested_ms INTEGER NOT NULL,
+  deadline_ms  INTEGER NOT NULL,        -- still up on boot_id after this: the reboot failed
+  return_by_ms INTEGER NOT NULL         -- not back on another boot by this: the host is lost
+);
+-- Dispatch looks for the first queued job of a run, of one of its slots, of one boot index,
+-- and for the slots that still have queued jobs: only queued jobs, in dispatch order.
+CREATE INDEX jobs_queued_by_slot ON jobs(run_id, slot, boot_index, id) WHERE state = 'queued';
+)sql"},
+      {8, "API tokens, browser sessions, the audit log (controller/store/auth_store.h)", R"sql(
+-- A token is "tlbf_<id>_<secret>"; only a salted SHA-256 of the secret is stored.
+CREATE TABLE api_tokens (
+  id           TEXT PRIMARY KEY,
+  name         TEXT NOT NULL UNIQUE,
+  role         TEXT NOT NULL CHECK (role IN ('viewer','operator','admin','agent')),
+  salt         BLOB NOT NULL,
+  hash         BLOB NOT NULL,
+  created_ms   INTEGER NOT NULL,
+  expires_ms   INTEGER,
+  revoked_ms   INTEGER,
+  last_used_ms INTEGER
+);
+-- Browser sessions: keyed by a SHA-256 of the cookie's value, never the value itself.
+CREATE TABLE sessions (
+  id_hash    BLOB PRIMARY KEY,
+  token_id   TEXT NOT NULL REFERENCES api_tokens(id),
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  source     TEXT NOT NULL
+);
+CREATE INDEX sessions_by_expiry ON sessions(expires_ms);
+CREATE INDEX sessions_by_token ON sessions(token_id);
+-- Every mutating request: who, what, when, from where, and how it ended.
+CREATE TABLE audit (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms   INTEGER NOT NULL,
+  principal TEXT NOT NULL,
+  role      TEXT NOT NULL,
+  action    TEXT NOT NULL,
+  target    TEXT NOT NULL,
+  source    TEXT NOT NULL,
+  outcome   TEXT NOT NULL,
+  detail    TEXT NOT NULL
+);
+)sql"},
+      {9, "indexes for the filtered run list (controller/store/run_query.h)", R"sql(
+CREATE INDEX runs_by_benchmark ON runs(benchmark, id);
+-- Keyset paging within a state (migration 5's runs_by_state has no id).
+CREATE INDEX runs_by_state_and_id ON runs(state, id);
+CREATE INDEX runs_by_created ON runs(created_ms);
+CREATE INDEX jobs_by_agent ON jobs(agent_id, run_id);
+)sql"},
+      {10, "boot entries: the entry of each sample's boot, reboots asked for into an entry",
+       R"sql(
+ALTER TABLE samples ADD COLUMN boot_entry TEXT NOT NULL DEFAULT '';
+-- A run whose arms name boot entries runs each boot index on a boot the controller asked for,
+-- into that index's entry: the request, until a new boot of the slot's host claims it.
+CREATE TABLE slot_boot_requests (
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  slot         INTEGER NOT NULL,
+  boot_index   INTEGER NOT NULL,
+  boot_entry   TEXT NOT NULL,
+  from_boot_id TEXT NOT NULL,             -- the boot the host was asked to leave
+  PRIMARY KEY (run_id, slot)
+);
+)sql"},
+      {11, "nightly: schedules, the runs they and bisections start, series, regressions, bisects",
+       R"sql(
+CREATE TABLE schedules (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  name         TEXT NOT NULL UNIQUE,
+  spec         BLOB NOT NULL,             -- serialized tlbfleet.v1.ScheduleSpec
+  spec_yaml    TEXT NOT NULL,
+  paused       INTEGER NOT NULL DEFAULT 0,
+  created_ms   INTEGER NOT NULL,
+  -- The latest slot handled: set in the transaction that records the submission of its run,
+  -- so a crash can neither lose a night nor run it twice.
+  last_slot_ms INTEGER NOT NULL,
+  last_run_id  TEXT NOT NULL DEFAULT '',
+  runs         INTEGER NOT NULL DEFAULT 0
+);
+-- Runs the controller starts on its own (a schedule's slot, a bisection's round). The row is
+-- written before the run is submitted, under the run's unique name, and gets the run id after:
+-- after a crash in between, the run is found by its name or submitted then, never twice.
+CREATE TABLE nightly_submissions (
+  name       TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,               -- 'schedule:<id>' | 'bisect:<id>'
+  spec_yaml  TEXT NOT NULL,
+  run_id     TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX nightly_submissions_by_run ON nightly_submissions(run_id);
+CREATE TABLE series (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  microarch  TEXT NOT NULL,
+  boot_entry TEXT NOT NULL,
+  benchmark  TEXT NOT NULL,
+  config     TEXT NOT NULL,
+  param      TEXT NOT NULL,
+  metric     TEXT NOT NULL,
+  better     INTEGER NOT NULL,
+  UNIQUE (microarch, boot_entry, benchmark, config, param, metric)
+);
+CREATE TABLE series_points (
+  series_id   INTEGER NOT NULL REFERENCES series(id),
+  run_id      TEXT NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  point       BLOB NOT NULL,              -- serialized tlbfleet.v1.SeriesPoint
+  PRIMARY KEY (series_id, run_id)
+);
+-- Finished runs whose points were appended (or that had none to give), so that a restart
+-- appends the runs that finished while it was down, and no run twice.
+CREATE TABLE nightly_runs_seen (
+  run_id  TEXT PRIMARY KEY,
+  seen_ms INTEGER NOT NULL
+);
+-- Change points already judged final: regressions (with their row) and improvements.
+CREATE TABLE series_findings (
+  series_id     INTEGER NOT NULL REFERENCES series(id),
+  first_bad_run TEXT NOT NULL,
+  kind          TEXT NOT NULL CHECK (kind IN ('regression', 'improvement')),
+  PRIMARY KEY (series_id, first_bad_run)
+);
+CREATE TABLE regressions (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  series_id   INTEGER NOT NULL REFERENCES series(id),
+  status      TEXT NOT NULL CHECK (status IN ('open', 'acknowledged', 'fixed')),
+  regression  BLOB NOT NULL,              -- serialized tlbfleet.v1.Regression (without id)
+  created_ms  INTEGER NOT NULL,
+  updated_ms  INTEGER NOT NULL
+);
+CREATE INDEX regressions_by_status ON regressions(status);
+CREATE TABLE bisects (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  status     TEXT NOT NULL,
+  state      BLOB NOT NULL,               -- serialized tlbfleet.v1.BisectState
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE INDEX bisects_by_status ON bisects(status);
+)sql"},
   };
   return kMigrations;
 }

@@ -8,6 +8,7 @@
 
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/run_spec.h"
+#include "controller/store/lease_for_test.h"
 #include "controller/store/store.h"
 
 namespace tlbfleet::store {
@@ -48,7 +49,7 @@ class StoreBootsTest : public ::testing::Test {
                                                     std::string* reboot = nullptr) {
     std::string why;
     absl::StatusOr<std::optional<v1::JobAssignment>> a =
-        store_->LeaseNextJob(run, agent, now_, 60'000, nullptr, boot, &why);
+        LeaseNext(*store_, run, agent, now_, 60'000, nullptr, boot, &why);
     EXPECT_TRUE(a.ok()) << a.status();
     if (reboot != nullptr) *reboot = why;
     if (!a.ok() || !a->has_value()) return std::nullopt;
@@ -155,6 +156,20 @@ TEST_F(StoreBootsTest, AdaptiveRunWaitsForADecisionThenGrowsAndStops) {
   EXPECT_EQ(r->adaptive_rounds(), 2u);
   EXPECT_EQ(r->jobs().total(), 4u + 2u + 6u);
   EXPECT_EQ(r->state(), v1::RUN_STATE_RUNNING);
+
+  // A new boot may get another iteration count (the Kalibera–Jones optimum), which later
+  // boots inherit.
+  RunExtension fewer;
+  fewer.add_boot = true;
+  fewer.iterations_per_boot = 2;
+  ASSERT_TRUE(store_->ExtendRun(run, fewer, now_).ok());
+  EXPECT_EQ(RunOne(run, "agent1", "boot-B", &reboot), -1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(RunOne(run, "agent1", "boot-C"), 2) << i;
+  EXPECT_EQ(RunOne(run, "agent1", "boot-C"), -1);
+  r = store_->GetRun(run);
+  EXPECT_EQ(r->iterations_per_boot(), 2u);
+  EXPECT_EQ(r->boots(), 3u);
+  EXPECT_EQ(r->jobs().total(), 4u + 2u + 6u + 4u);
 
   ASSERT_TRUE(store_->FinishAdaptiveRun(run, "target reached", now_).ok());
   r = store_->GetRun(run);

@@ -1,5 +1,5 @@
 // Runs whose sweep depends on the host: stored without jobs, expanded slot by slot in
-// LeaseNextJob when a host takes a slot (docs/architecture.md, "Host-dependent sweeps").
+// Store::Lease when a host takes a slot (docs/architecture.md, "Host-dependent sweeps").
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/store/lease_for_test.h"
 #include "controller/store/store.h"
 
 namespace tlbfleet::store {
@@ -40,7 +41,7 @@ class DeferredRunTest : public ::testing::Test {
   }
 
   // An expander that sweeps threads over `values` (one job per value), counting its calls.
-  Store::SlotExpander Expander(std::vector<std::string> values) {
+  SlotExpander Expander(std::vector<std::string> values) {
     return [this, values](const v1::RunSpec&) -> absl::StatusOr<scheduler::SlotExpansion> {
       ++expansions_;
       scheduler::SlotExpansion e;
@@ -61,9 +62,9 @@ class DeferredRunTest : public ::testing::Test {
   }
 
   std::optional<v1::JobAssignment> Lease(const std::string& run, const std::string& agent,
-                                         const Store::SlotExpander& expander, int64_t now = 1000) {
+                                         const SlotExpander& expander, int64_t now = 1000) {
     absl::StatusOr<std::optional<v1::JobAssignment>> a =
-        store_->LeaseNextJob(run, agent, now, 60'000, expander);
+        LeaseNext(*store_, run, agent, now, 60'000, expander);
     EXPECT_TRUE(a.ok()) << a.status();
     return a.ok() ? *a : std::nullopt;
   }
@@ -175,7 +176,7 @@ TEST_F(DeferredRunTest, ASlotNothingRanOnIsExpandedAgainForTheNextHost) {
 TEST_F(DeferredRunTest, ExpansionErrorFailsTheRun) {
   absl::StatusOr<std::string> run = store_->CreateDeferredRun(Spec(1), "yaml", 0);
   ASSERT_TRUE(run.ok());
-  Store::SlotExpander bad = [](const v1::RunSpec&) -> absl::StatusOr<scheduler::SlotExpansion> {
+  SlotExpander bad = [](const v1::RunSpec&) -> absl::StatusOr<scheduler::SlotExpansion> {
     return absl::InvalidArgumentError("host h: sweep.threads.max: too big");
   };
   EXPECT_FALSE(Lease(*run, "h", bad).has_value());

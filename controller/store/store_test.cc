@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "controller/store/lease_for_test.h"
 #include "controller/store/migrations.h"
 
 namespace tlbfleet::store {
@@ -132,7 +133,7 @@ TEST_F(StoreTest, RunLifecycleStoresExactlyTheSamplesSent) {
   EXPECT_EQ(store->GetRun(*run_id)->jobs().total(), 2u);
 
   for (int i = 0; i < 2; ++i) {
-    auto a = store->LeaseNextJob(*run_id, "agent1", 2000, 60000);
+    auto a = LeaseNext(*store, *run_id, "agent1", 2000, 60000);
     ASSERT_TRUE(a.ok() && a->has_value());
     EXPECT_EQ((*a)->arm(), i == 0 ? "a" : "b");
     auto ingest = store->IngestSamples("agent1", Batch(**a, 3));
@@ -153,13 +154,13 @@ TEST_F(StoreTest, RunLifecycleStoresExactlyTheSamplesSent) {
   ASSERT_EQ(samples->size(), 6u);
   EXPECT_EQ((*samples)[0].arm(), "a");
   EXPECT_EQ((*samples)[5].arm(), "b");
-  EXPECT_FALSE(store->LeaseNextJob(*run_id, "agent1", 4000, 60000)->has_value());
+  EXPECT_FALSE(LeaseNext(*store, *run_id, "agent1", 4000, 60000)->has_value());
 }
 
 TEST_F(StoreTest, SamplesForALeaseNotHeldAreRejectedAndNotStored) {
   auto store = *Store::Open(path_);
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
-  auto a = **store->LeaseNextJob(run_id, "agent1", 2000, 60000);
+  auto a = **LeaseNext(*store, run_id, "agent1", 2000, 60000);
   auto ingest = store->IngestSamples("intruder", Batch(a, 2));
   ASSERT_TRUE(ingest.ok());
   EXPECT_TRUE(ingest->rejected);
@@ -173,10 +174,10 @@ TEST_F(StoreTest, SamplesForALeaseNotHeldAreRejectedAndNotStored) {
 TEST_F(StoreTest, ExpiredLeaseRequeuesToAnotherAgentAndDropsPartialSamples) {
   auto store = *Store::Open(path_);
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
-  auto first = **store->LeaseNextJob(run_id, "agent1", 2000, 1000);
+  auto first = **LeaseNext(*store, run_id, "agent1", 2000, 1000);
   ASSERT_FALSE(store->IngestSamples("agent1", Batch(first, 1))->rejected);
   // The slot belongs to agent1: agent2 gets nothing while agent1 holds it.
-  EXPECT_FALSE(store->LeaseNextJob(run_id, "agent2", 2100, 1000)->has_value());
+  EXPECT_FALSE(LeaseNext(*store, run_id, "agent2", 2100, 1000)->has_value());
   // A heartbeat renews the lease.
   EXPECT_TRUE(*store->RenewLease(first.lease_id(), "agent1", 2500, 1000));
   EXPECT_TRUE(store->ExpireLeases(3000, 3)->empty());
@@ -186,7 +187,7 @@ TEST_F(StoreTest, ExpiredLeaseRequeuesToAnotherAgentAndDropsPartialSamples) {
   EXPECT_TRUE((*expired)[0].requeued);
   EXPECT_EQ(store->GetSamples(run_id)->size(), 0u);
 
-  auto second = store->LeaseNextJob(run_id, "agent2", 3700, 1000);
+  auto second = LeaseNext(*store, run_id, "agent2", 3700, 1000);
   ASSERT_TRUE(second.ok() && second->has_value());
   EXPECT_EQ((*second)->job_id(), first.job_id());
   EXPECT_NE((*second)->lease_id(), first.lease_id());
@@ -200,7 +201,7 @@ TEST_F(StoreTest, TooManyExpiriesFailTheRun) {
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
   int64_t now = 2000;
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    ASSERT_TRUE(store->LeaseNextJob(run_id, "agent1", now, 10)->has_value());
+    ASSERT_TRUE(LeaseNext(*store, run_id, "agent1", now, 10)->has_value());
     now += 100;
     auto expired = *store->ExpireLeases(now, 2);
     ASSERT_EQ(expired.size(), 1u);
@@ -214,7 +215,7 @@ TEST_F(StoreTest, TooManyExpiriesFailTheRun) {
 TEST_F(StoreTest, FailedJobFailsRunWithReasonAndCancelsTheRest) {
   auto store = *Store::Open(path_);
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
-  auto a = **store->LeaseNextJob(run_id, "agent1", 2000, 60000);
+  auto a = **LeaseNext(*store, run_id, "agent1", 2000, 60000);
   v1::JobComplete c = Done(a, 0);
   c.set_status(v1::JOB_STATUS_FAILED);
   c.set_error("cannot allocate memory");
@@ -231,20 +232,20 @@ TEST_F(StoreTest, TwoSlotsGoToTwoDifferentHosts) {
   v1::RunSpec spec = Spec();
   spec.mutable_hosts()->set_count(2);
   auto run_id = *store->CreateRun(spec, "yaml", Plans(2), 1000);
-  auto a1 = **store->LeaseNextJob(run_id, "agent1", 2000, 60000);
+  auto a1 = **LeaseNext(*store, run_id, "agent1", 2000, 60000);
   ASSERT_FALSE(store->IngestSamples("agent1", Batch(a1, 1))->rejected);
   ASSERT_FALSE(store->CompleteJob("agent1", Done(a1, 1), 2100)->rejected);
-  auto a2 = **store->LeaseNextJob(run_id, "agent1", 2200, 60000);
-  auto b1 = **store->LeaseNextJob(run_id, "agent2", 2200, 60000);
+  auto a2 = **LeaseNext(*store, run_id, "agent1", 2200, 60000);
+  auto b1 = **LeaseNext(*store, run_id, "agent2", 2200, 60000);
   EXPECT_EQ(a2.arm(), "b");  // agent1 stays on its slot
   EXPECT_EQ(b1.arm(), "a");  // agent2 takes the other slot from its start
-  EXPECT_FALSE(store->LeaseNextJob(run_id, "agent3", 2300, 60000)->has_value());
+  EXPECT_FALSE(LeaseNext(*store, run_id, "agent3", 2300, 60000)->has_value());
 }
 
 TEST_F(StoreTest, CancelReturnsRunningLeases) {
   auto store = *Store::Open(path_);
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
-  auto a = **store->LeaseNextJob(run_id, "agent1", 2000, 60000);
+  auto a = **LeaseNext(*store, run_id, "agent1", 2000, 60000);
   auto running = store->CancelRun(run_id, 2500);
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(running->size(), 1u);

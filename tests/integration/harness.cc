@@ -159,8 +159,13 @@ ControllerProcess::ControllerProcess(const std::string& dir, std::vector<std::st
       v1::FleetService::NewStub(grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
 }
 
+void ControllerProcess::Authorize(grpc::ClientContext& ctx) const {
+  if (!token_.empty()) ctx.AddMetadata("authorization", "Bearer " + token_);
+}
+
 int ControllerProcess::ConnectedHosts() {
   grpc::ClientContext ctx;
+  Authorize(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::ListHostsResponse response;
   if (!stub_->ListHosts(&ctx, v1::ListHostsRequest(), &response).ok()) return -1;
@@ -172,6 +177,7 @@ int ControllerProcess::ConnectedHosts() {
 grpc::Status ControllerProcess::Submit(const std::string& yaml, std::string* run_id,
                                        const std::string& source) {
   grpc::ClientContext ctx;
+  Authorize(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::SubmitRunRequest request;
   request.set_spec_yaml(yaml);
@@ -184,6 +190,7 @@ grpc::Status ControllerProcess::Submit(const std::string& yaml, std::string* run
 
 v1::Run ControllerProcess::GetRun(const std::string& run_id) {
   grpc::ClientContext ctx;
+  Authorize(ctx);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   v1::GetRunRequest request;
   request.set_run_id(run_id);

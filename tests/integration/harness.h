@@ -71,6 +71,8 @@ class ControllerProcess {
   std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
   const std::string& db_path() const { return db_path_; }
   v1::FleetService::Stub& fleet() { return *stub_; }
+  // An API token sent with the calls below (a controller that holds tokens needs one).
+  void set_token(std::string token) { token_ = std::move(token); }
   Process& process() { return *process_; }
   // Number of hosts currently connected.
   int ConnectedHosts();
@@ -89,6 +91,8 @@ class ControllerProcess {
   int grpc_port_ = 0;
   int http_port_ = 0;
   std::unique_ptr<v1::FleetService::Stub> stub_;
+  std::string token_;
+  void Authorize(grpc::ClientContext& ctx) const;
 };
 
 }  // namespace tlbfleet::testing

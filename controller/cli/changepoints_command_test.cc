@@ -1,0 +1,163 @@
+#include "controller/cli/changepoints_command.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controller/cli/app.h"
+#include "controller/cli/exit_codes.h"
+#include "controller/cli/fake_fleet_for_test.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ParseError(std::string_view csv) {
+  absl::StatusOr<std::vector<CsvSeries>> s = ParseChangePointCsv(csv);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << csv;
+  return std::string(s.status().message());
+}
+
+TEST(ParseChangePointCsvTest, BadLinesNameTheLineAndColumn) {
+  EXPECT_EQ(ParseError("series,order,value,color\n"),
+            "line 1: unknown column 'color' (the header names series, order, value, and "
+            "optionally low and high)");
+  EXPECT_THAT(ParseError("series,value\na,1\n"), HasSubstr("line 1: missing column 'order'"));
+  EXPECT_EQ(ParseError("series,order,value,low\n"), "line 1: column 'low' without 'high'");
+  EXPECT_EQ(ParseError("series,order,value,value\n"), "line 1: column 'value' appears twice");
+  EXPECT_EQ(ParseError("series,order,value\na,1,10\na,2,abc\n"),
+            "line 3: column 'value': 'abc' is not a finite number");
+  EXPECT_EQ(ParseError("series,order,value\na,1,10\na,x,11\n"),
+            "line 3: column 'order': 'x' is not a finite number");
+  EXPECT_EQ(ParseError("series,order,value\na,1,nan\n"),
+            "line 2: column 'value': 'nan' is not a finite number");
+  EXPECT_EQ(ParseError("series,order,value\na,1,\n"), "line 2: column 'value' is empty");
+  EXPECT_EQ(ParseError("series,order,value\n,1,3\n"), "line 2: column 'series' is empty");
+  EXPECT_EQ(ParseError("series,order,value\na,1,10,4\n"), "line 2: 4 fields, the header has 3");
+  EXPECT_EQ(ParseError("series,order,value\n\"a,1,10\n"), "line 2: a stray double quote");
+  EXPECT_EQ(ParseError("series,order,value,low,high\na,1,10,9,\n"),
+            "line 2: column 'low' without 'high'");
+  EXPECT_EQ(ParseError("series,order,value,low,high\na,1,10,11,12\n"),
+            "line 2: columns 'low', 'high': [11, 12] does not hold the value 10");
+  EXPECT_EQ(ParseError("series,order,value,low,high\na,1,10,9,11\nb,1,5,,\na,2,10,,\n"),
+            "line 4: series 'a': this point has no interval but line 2's has one; give every "
+            "point of a series an interval, or none");
+  EXPECT_EQ(ParseError("series,order,value\na,1,10\nb,1,3\n# note\n\na,1,11\n"),
+            "line 6: series 'a' has order 1 twice (lines 2 and 6)");
+  EXPECT_EQ(ParseError(""), "no header line (series,order,value)");
+}
+
+TEST(ParseChangePointCsvTest, SeriesInFirstAppearanceOrderPointsByOrder) {
+  absl::StatusOr<std::vector<CsvSeries>> s = ParseChangePointCsv(
+      "Order,Series,Value\n3,b,30\n2,\"a, quoted\",20\n1,b,10\n1,\"a, quoted\",5\n10,b,1\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->size(), 2u);
+  EXPECT_EQ((*s)[0].name, "b");
+  EXPECT_EQ((*s)[0].orders, (std::vector<std::string>{"1", "3", "10"}));  // numeric order
+  EXPECT_EQ((*s)[0].points[2].value, 1);
+  EXPECT_EQ((*s)[1].name, "a, quoted");
+  EXPECT_FALSE((*s)[1].points[0].low.has_value());
+}
+
+class ChangepointsCliTest : public ::testing::Test {
+ protected:
+  int Run(std::vector<std::string> args) {
+    args.insert(args.begin(), "tlbfleet");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    out_.str("");
+    err_.str("");
+    return RunCli(static_cast<int>(argv.size()), argv.data(), out_, err_, env_, clock_);
+  }
+
+  std::string WriteCsv(const std::string& text) {
+    const std::string path =
+        absl::StrCat(::testing::TempDir(), "/changepoints_", getpid(), "_", ++files_, ".csv");
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // Series "step": 20 points near 100 then 12 near 90, rows shuffled; series "flat": 30 near
+  // 50 with intervals.
+  std::string StepCsv() {
+    std::string csv = "series,order,value,low,high\n";
+    const double wiggle[] = {0.4, -0.3, 0.1, -0.5, 0.2, 0.3, -0.1, -0.4, 0.5, 0.0};
+    for (int i = 31; i >= 0; --i) {
+      const double v = (i < 20 ? 100 : 90) + wiggle[i % 10];
+      absl::StrAppend(&csv, "step,", 1000 + i, ",", v, ",", v - 1, ",", v + 1, "\n");
+    }
+    for (int i = 0; i < 30; ++i) {
+      const double v = 50 + wiggle[(i * 3) % 10];
+      absl::StrAppend(&csv, "flat,", i, ",", v, ",", v - 2, ",", v + 2, "\n");
+    }
+    return csv;
+  }
+
+  CliEnvironment env_;
+  FakeClock clock_;
+  std::ostringstream out_, err_;
+  int files_ = 0;
+};
+
+TEST_F(ChangepointsCliTest, TextNamesTheFirstPointAfterTheChangeWithMagnitudeAndP) {
+  const std::string csv = WriteCsv(StepCsv());
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv}), kExitOk) << err_.str();
+  const std::string text = out_.str();
+  EXPECT_THAT(text, HasSubstr("E-Divisive means, permutation test (399 permutations"));
+  EXPECT_THAT(text, HasSubstr("series step: 32 points with intervals, 1 change point\n"
+                              "  at order 1020 (after 1019): "));
+  // The means of the two segments (the wiggle averages 0.02 and 0.025), the relative change
+  // with its interval, the absolute difference with its interval.
+  EXPECT_THAT(text, HasSubstr("100.02 -> 90.025, -9.99% [-10.36%, -9.63%], difference -9.995"));
+  EXPECT_THAT(text, HasSubstr("p = 0.0025"));  // 1 / 400: no shuffle came close
+  EXPECT_THAT(text, HasSubstr("(20 | 12 points)"));
+  EXPECT_THAT(text, HasSubstr("series flat: 30 points with intervals, no change point"));
+  EXPECT_TRUE(err_.str().empty());
+
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv, "--explain", "--test", "student-t"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("student-t test, p <= 0.0001"));
+  EXPECT_THAT(out_.str(), HasSubstr("candidate at order 1020: accepted"));
+  EXPECT_THAT(out_.str(), HasSubstr(": not significant"));
+}
+
+TEST_F(ChangepointsCliTest, JsonIsTheReportMessage) {
+  const std::string csv = WriteCsv(StepCsv());
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv, "--format", "json"}), kExitOk);
+  v1::ChangePointsReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &report).ok()) << out_.str();
+  ASSERT_EQ(report.series_size(), 2);
+  ASSERT_EQ(report.series(0).changes_size(), 1);
+  const v1::DetectedChange& c = report.series(0).changes(0);
+  EXPECT_EQ(c.order(), "1020");
+  EXPECT_EQ(c.order_before(), "1019");
+  EXPECT_EQ(c.index(), 20u);
+  EXPECT_NEAR(c.relative().estimate(), -0.1, 0.01);
+  EXPECT_LT(c.relative().high(), -0.08);
+  EXPECT_LT(c.relative().low(), c.relative().estimate());
+  EXPECT_LE(c.p(), 0.005);
+  EXPECT_EQ(report.series(1).changes_size(), 0);
+  EXPECT_EQ(report.test(), "permutation");
+}
+
+TEST_F(ChangepointsCliTest, BadInputExitsTwoNamingTheProblem) {
+  EXPECT_EQ(Run({"changepoints", "--from-csv", "/nonexistent/x.csv"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot read CSV /nonexistent/x.csv"));
+  const std::string bad = WriteCsv("series,order,value\na,1,10\na,2,ten\n");
+  EXPECT_EQ(Run({"changepoints", "--from-csv", bad}), kExitUsage);
+  EXPECT_EQ(err_.str(), absl::StrCat("tlbfleet: ", bad,
+                                     ": line 3: column 'value': 'ten' is not a finite number\n"));
+  EXPECT_TRUE(out_.str().empty());
+  EXPECT_EQ(Run({"changepoints"}), kExitUsage);  // --from-csv is required
+  EXPECT_EQ(Run({"changepoints", "--from-csv", bad, "--format", "xml"}), kExitUsage);
+  EXPECT_EQ(Run({"changepoints", "--from-csv", bad, "--min-segment", "1"}), kExitUsage);
+}
+
+}  // namespace
+}  // namespace tlbfleet::cli

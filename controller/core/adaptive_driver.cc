@@ -1,0 +1,174 @@
+#include "controller/core/adaptive_driver.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/workloads/workload.h"
+#include "controller/report/compare.h"
+#include "controller/report/comparison.h"
+#include "spdlog/spdlog.h"
+
+namespace tlbfleet::core {
+
+namespace {
+
+// Without a wake-up, a pass anyway this often (a missed wake-up, a failed read).
+constexpr absl::Duration kSafetyNetInterval = absl::Seconds(5);
+
+int64_t BackoffMs(int failures) {
+  return std::min<int64_t>(int64_t{1000} << std::min(failures - 1, 6), 60'000);
+}
+
+bool SamePlan(const report::AdaptivePlan& a, const report::AdaptivePlan& b) {
+  return a.iterations_per_boot == b.iterations_per_boot && a.boots == b.boots;
+}
+
+}  // namespace
+
+AdaptiveDriver::AdaptiveDriver(store::Store& store, Clock clock, Extended on_extended)
+    : store_(store), clock_(std::move(clock)), on_extended_(std::move(on_extended)) {}
+
+AdaptiveDriver::~AdaptiveDriver() { Stop(); }
+
+void AdaptiveDriver::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    woken_ = true;  // runs left waiting by a restart
+  }
+  worker_ = std::thread([this] { Loop(); });
+}
+
+void AdaptiveDriver::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+void AdaptiveDriver::Wake() {
+  absl::MutexLock lock(&mu_);
+  woken_ = true;
+}
+
+void AdaptiveDriver::Loop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto woken_or_stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return woken_ || stopping_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&woken_or_stopping), kSafetyNetInterval);
+      if (stopping_) return;
+      woken_ = false;
+    }
+    DecideOnce();
+  }
+}
+
+void AdaptiveDriver::DecideOnce() {
+  std::vector<std::string> extended;
+  {
+    absl::MutexLock lock(&decide_mu_);
+    absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.AdaptiveRunsAwaitingDecision();
+    if (!runs.ok()) {
+      spdlog::error("adaptive runs: {}", runs.status().ToString());
+      return;
+    }
+    std::map<std::string, Unwritten> still_waiting;
+    for (const store::ActiveRun& run : *runs) {
+      if (auto it = unwritten_.find(run.run_id); it != unwritten_.end()) {
+        still_waiting.insert(unwritten_.extract(it));
+      }
+    }
+    unwritten_ = std::move(still_waiting);  // runs no longer waiting need nothing kept
+    for (const store::ActiveRun& run : *runs) Decide(run);
+    extended.swap(extended_);
+  }
+  for (const std::string& run_id : extended) on_extended_(run_id);
+}
+
+void AdaptiveDriver::Decide(const store::ActiveRun& run) {
+  const int64_t now = clock_();
+  absl::StatusOr<v1::Run> stored = store_.GetRun(run.run_id);
+  if (!stored.ok()) {
+    spdlog::error("run={} adaptive decision: {}", run.run_id, stored.status().ToString());
+    return;
+  }
+  const report::AdaptivePlan plan{stored->iterations_per_boot(), stored->boots()};
+  auto kept = unwritten_.find(run.run_id);
+  if (kept != unwritten_.end() && !SamePlan(kept->second.plan, plan)) {
+    unwritten_.erase(kept);  // the plan changed meanwhile: decide afresh
+    kept = unwritten_.end();
+  }
+  if (kept != unwritten_.end() && now < kept->second.retry_at_ms) return;
+
+  report::AdaptiveDecision decision;
+  if (kept != unwritten_.end()) {
+    decision = kept->second.decision;
+  } else {
+    absl::StatusOr<std::vector<v1::Sample>> samples = store_.GetSamples(run.run_id);
+    if (!samples.ok()) {
+      spdlog::error("run={} adaptive decision: {}", run.run_id, samples.status().ToString());
+      return;
+    }
+    std::vector<std::string> metrics(run.spec.adaptive().metrics().begin(),
+                                     run.spec.adaptive().metrics().end());
+    if (metrics.empty()) {
+      const workloads::Workload* workload = workloads::Registry::Get().Find(run.spec.benchmark());
+      if (workload != nullptr) metrics.emplace_back(workload->PrimaryMetric());
+    }
+    report::CompareOptions options;
+    for (const v1::ArmSpec& arm : run.spec.arms()) options.arm_order.push_back(arm.name());
+    absl::StatusOr<report::Comparison> comparison =
+        report::Compare(report::ObservationsFromSamples(*samples), options);
+    if (comparison.ok()) {
+      decision = report::DecideAdaptive(run.spec.adaptive(), metrics, *comparison, plan);
+    } else {
+      decision.reason = absl::StrCat("stopped: the comparison failed: ",
+                                     std::string(comparison.status().message()));
+    }
+  }
+  absl::Status s = Write(run.run_id, decision, stored->adaptive_rounds());
+  if (s.ok()) {
+    unwritten_.erase(run.run_id);
+    if (decision.action != report::AdaptiveDecision::Action::kStop) {
+      extended_.push_back(run.run_id);
+    }
+    return;
+  }
+  Unwritten& u = unwritten_[run.run_id];
+  u.decision = decision;
+  u.plan = plan;
+  ++u.failures;
+  u.retry_at_ms = now + BackoffMs(u.failures);
+  spdlog::error("run={} adaptive decision not stored (attempt {} of {}): {}", run.run_id,
+                u.failures, kMaxWriteFailures, s.ToString());
+  if (u.failures < kMaxWriteFailures) return;
+  const std::string error =
+      absl::StrCat("the adaptive decision (", decision.reason, ") could not be stored after ",
+                   u.failures, " attempts: ", s.message());
+  if (absl::Status failed = store_.FailRun(run.run_id, error, now); !failed.ok()) {
+    spdlog::error("run={} failing: {}", run.run_id, failed.ToString());
+    return;  // the store is in trouble: retried later, still without a bootstrap
+  }
+  spdlog::warn("run={} failed: {}", run.run_id, error);
+  unwritten_.erase(run.run_id);
+}
+
+absl::Status AdaptiveDriver::Write(const std::string& run_id,
+                                   const report::AdaptiveDecision& decision, uint32_t rounds) {
+  if (decision.action == report::AdaptiveDecision::Action::kStop) {
+    spdlog::info("run={} adaptive: {}", run_id, decision.reason);
+    return store_.FinishAdaptiveRun(run_id, decision.reason, clock_());
+  }
+  spdlog::info("run={} adaptive round {}: {}", run_id, rounds + 1, decision.reason);
+  store::RunExtension extension;
+  extension.add_boot = decision.action == report::AdaptiveDecision::Action::kAddBoot;
+  extension.iterations_per_boot = decision.iterations_per_boot;
+  extension.note = decision.reason;
+  return store_.ExtendRun(run_id, extension, clock_());
+}
+
+}  // namespace tlbfleet::core

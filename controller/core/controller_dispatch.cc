@@ -1,0 +1,262 @@
+// The controller facade: dispatch, reboots, failing runs.
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "controller/core/controller.h"
+#include "spdlog/spdlog.h"
+
+namespace tlbfleet::core {
+
+// --- dispatch -----------------------------------------------------------------------------
+
+const std::vector<store::ActiveRun>& Controller::ActiveRunsLocked() {
+  // Re-read only when a run event (a lease, a completion, a new run...) may have changed it.
+  if (active_runs_stale_.exchange(false)) {
+    absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
+    if (runs.ok()) {
+      active_runs_ = *std::move(runs);
+    } else {
+      spdlog::error("dispatch: listing runs failed: {}", runs.status().ToString());
+      active_runs_stale_.store(true);
+    }
+  }
+  return active_runs_;
+}
+
+void Controller::DispatchAllLocked(Later& later) {
+  const int64_t now = Now();
+  const std::vector<store::ActiveRun>& runs = ActiveRunsLocked();
+  if (runs.empty()) return;
+  if (dispatch_needed_ || now - last_full_pass_ms_ >= 5'000) {
+    dispatch_needed_ = false;
+    last_full_pass_ms_ = now;
+    // Hosts that count for "can anyone ever run this?": connected ones, those briefly away
+    // (reconnecting, rebooting) and those asked to reboot that have not come back yet.
+    std::vector<const v1::HostInfo*> hosts;
+    for (const auto& [id, known] : known_hosts_) {
+      if (known.connected || now - known.away_since_ms < options_.reboot_return_ms ||
+          reboots_.Asked(id)) {
+        hosts.push_back(&known.info);
+      }
+    }
+    // A failed run has no queued jobs left, so dispatch below leases nothing of it.
+    for (const Dispatcher::Unrunnable& u : Dispatcher::FindUnrunnable(runs, hosts)) {
+      FailRunLocked(u.run_id, u.error);
+    }
+  }
+  // Only idle agents, and only runs that may have work for them (ActiveRun::MayHaveWorkFor):
+  // a pass costs little when there is nothing to do. Copied: dispatch changes the index.
+  const std::vector<std::string> idle(sessions_.idle_ids().begin(), sessions_.idle_ids().end());
+  for (const std::string& id : idle) {
+    if (Session* session = sessions_.Find(id); session != nullptr) {
+      DispatchOneLocked(*session, later);
+    }
+  }
+}
+
+void Controller::DispatchOneLocked(Session& session, Later& later) {
+  if (!session.idle || !session.lease_id.empty() || session.dispatching || session.broken ||
+      session.rebooting || stopping_ || store_outage_) {
+    return;
+  }
+  if (reboots_.Pending(session.agent_id)) return;
+  if (peers_.Serving(session.agent_id)) return;  // the peer of another host's job
+  const std::vector<store::ActiveRun>& runs = ActiveRunsLocked();
+  std::vector<Dispatcher::Candidate> candidates = Dispatcher::Candidates(session, runs);
+  if (candidates.empty()) return;
+  // A run that may need a peer is offered only with one at hand, reserved from now on.
+  std::optional<PeerCandidate> peer;
+  bool peer_sought = false;
+  std::vector<std::string> run_ids;
+  for (const Dispatcher::Candidate& c : candidates) {
+    if (c.needs_peer) {
+      if (!peer_sought) {
+        peer_sought = true;
+        peer = peers_.Choose(sessions_, session, c.run->run_id);
+        if (peer.has_value()) peers_.ReserveWhileLeasing(session.agent_id, peer->agent_id);
+      }
+      if (!peer.has_value()) continue;
+    }
+    run_ids.push_back(c.run->run_id);
+  }
+  if (run_ids.empty()) return;
+  session.dispatching = true;
+  later.Add(
+      [this, agent_id = session.agent_id, stream = session.stream,
+       request = Dispatcher::Request(session, run_ids, Now(), options_.lease_ms, peer)]() mutable {
+        store_.LeaseAsync(std::move(request),
+                          Tracked<store::LeaseResult>(
+                              [this, agent_id, stream](absl::StatusOr<store::LeaseResult> result) {
+                                OnLeased(agent_id, stream, std::move(result));
+                              }));
+      });
+}
+
+void Controller::OnLeased(const std::string& agent_id, uint64_t stream,
+                          absl::StatusOr<store::LeaseResult> result) {
+  Later later;
+  {
+    absl::MutexLock lock(&mu_);
+    peers_.EndLeasing(agent_id);
+    Session* session = sessions_.FindStream(agent_id, stream);
+    if (session != nullptr) session->dispatching = false;
+    if (!result.ok()) {
+      spdlog::error("dispatch to agent={}: {}", agent_id, result.status().ToString());
+      NoteStoreFailureLocked(result.status());
+      dispatch_needed_ = true;  // the next tick tries again
+      return;
+    }
+    if (result->kind == store::LeaseResult::Kind::kNeedsReboot) {
+      if (session != nullptr && session->idle && session->lease_id.empty() && !session->broken) {
+        RequestRebootLocked(*session, result->run_id, result->reboot_reason, result->reboot_entry);
+      }
+      return;
+    }
+    if (result->kind != store::LeaseResult::Kind::kLeased) return;
+    const v1::JobAssignment& a = result->assignment;
+    if (session == nullptr || !session->idle || !session->lease_id.empty() || session->broken ||
+        stopping_) {
+      // The agent went away (or got busy) while the store leased: it never sees this lease.
+      spdlog::info("run={} job={} lease={}: agent={} went away before the assignment; released",
+                   a.run_id(), a.job_id(), a.lease_id(), agent_id);
+      later.Add([this, agent_id, lease_id = a.lease_id()] {
+        absl::StatusOr<std::optional<store::ExpiredLease>> released =
+            store_.ReleaseLease(lease_id, agent_id, "assignment not delivered",
+                                /*count_attempt=*/false, Now(), options_.max_attempts);
+        absl::MutexLock lock(&mu_);
+        if (!released.ok()) {
+          spdlog::error("lease={}: releasing it failed ({}); it expires instead", lease_id,
+                        released.status().ToString());
+          return;
+        }
+        work_since_ms_ = Now();
+        dispatch_needed_ = true;
+      });
+      return;
+    }
+    if (!result->peer_agent_id.empty()) peers_.Reserve(a.lease_id(), result->peer_agent_id);
+    spdlog::info("run={} job={} lease={} -> host={} agent={} (arm {}, {}={}, iteration {})",
+                 a.run_id(), a.job_id(), a.lease_id(), session->host.hostname(), agent_id, a.arm(),
+                 a.param_name().empty() ? "param" : a.param_name(), a.param_value(), a.iteration());
+    const int64_t now = Now();
+    const double waited =
+        static_cast<double>(now - std::max(session->idle_since_ms, work_since_ms_)) / 1000.0;
+    sessions_.SetIdle(*session, false, now);
+    session->lease_id = a.lease_id();
+    v1::ControllerMessage message;
+    *message.mutable_assignment() = a;
+    session->channel->Send(message);
+    hub_.Post([benchmark = a.benchmark(), waited = std::max(0.0, waited)](FleetObserver& o) {
+      o.OnJobDispatched(benchmark, waited);
+    });
+  }
+  later.Run();
+}
+
+// --- reboots ------------------------------------------------------------------------------
+
+void Controller::RequestRebootLocked(Session& session, const std::string& run_id,
+                                     const std::string& why, const std::string& boot_entry) {
+  const RebootCoordinator::Decision decision = reboots_.Request(
+      session.agent_id, session.host.hostname(), session.host.boot_id(), run_id, Now());
+  SaveRebootLocked(session.agent_id);
+  if (!decision.ask) {
+    RecordRebootLocked(v1::RebootEvent::KIND_FAILED, run_id, session.agent_id,
+                       session.host.hostname(), session.host.boot_id(), session.host.boot_id(),
+                       decision.run_error);
+    FailRunLocked(run_id, decision.run_error);
+    return;
+  }
+  spdlog::info("agent={} host={}: asking for a reboot ({})", session.agent_id,
+               session.host.hostname(), why);
+  sessions_.SetIdle(session, false, Now());
+  v1::ControllerMessage message;
+  message.mutable_reboot()->set_reason(why);
+  message.mutable_reboot()->set_boot_id(session.host.boot_id());
+  message.mutable_reboot()->set_boot_entry(boot_entry);
+  session.channel->Send(message);
+  RecordRebootLocked(v1::RebootEvent::KIND_REQUESTED, run_id, session.agent_id,
+                     session.host.hostname(), session.host.boot_id(), "", why);
+}
+
+void Controller::SaveRebootLocked(const std::string& agent_id) {
+  // Under mu_: rare, and the store's writer never waits for the core.
+  std::optional<store::RebootRecord> record = reboots_.Get(agent_id);
+  absl::Status s = record.has_value() ? store_.SaveReboot(*record) : store_.DeleteReboot(agent_id);
+  if (!s.ok()) {
+    spdlog::error("agent={}: storing its reboot request failed (a restart would forget it): {}",
+                  agent_id, s.ToString());
+  }
+}
+
+void Controller::CheckRebootsLocked() {
+  const auto boot_of = [this](const std::string& agent_id) -> std::optional<std::string> {
+    const Session* s = sessions_.Find(agent_id);
+    if (s == nullptr) return std::nullopt;
+    return s->host.boot_id();
+  };
+  for (const RebootCoordinator::Overdue& overdue : reboots_.TakeOverdue(Now(), boot_of)) {
+    SaveRebootLocked(overdue.agent_id);
+    const KnownHost* known = nullptr;
+    if (auto it = known_hosts_.find(overdue.agent_id); it != known_hosts_.end()) {
+      known = &it->second;
+    }
+    const std::string hostname = known != nullptr ? known->info.hostname() : overdue.agent_id;
+    std::string error;
+    if (overdue.kind == RebootCoordinator::Overdue::Kind::kStillUp) {
+      error =
+          absl::StrCat("host ", hostname, " did not reboot within ", reboots_.timeout_ms() / 1000,
+                       " s of the request; it is still connected on boot ", overdue.boot_id);
+      if (Session* s = sessions_.Find(overdue.agent_id); s != nullptr) {
+        s->rebooting = false;
+        sessions_.SetIdle(*s, true, Now());
+      }
+    } else {
+      error = absl::StrCat("host ", hostname, " did not come back within ",
+                           reboots_.return_timeout_ms() / 1000,
+                           " s of the reboot request (it left boot ", overdue.boot_id,
+                           "); the samples taken so far are kept");
+    }
+    RecordRebootLocked(v1::RebootEvent::KIND_FAILED, overdue.run_id, overdue.agent_id, hostname,
+                       overdue.boot_id, "", error);
+    FailRunLocked(overdue.run_id, error);
+  }
+}
+
+void Controller::RecordRebootLocked(v1::RebootEvent::Kind kind, const std::string& run_id,
+                                    const std::string& agent_id, const std::string& hostname,
+                                    const std::string& from_boot, const std::string& to_boot,
+                                    const std::string& reason) {
+  v1::RunEvent event;
+  event.set_run_id(run_id);
+  event.set_time_unix_ms(Now());
+  v1::RebootEvent* reboot = event.mutable_reboot();
+  reboot->set_kind(kind);
+  reboot->set_agent_id(agent_id);
+  reboot->set_hostname(hostname);
+  reboot->set_from_boot_id(from_boot);
+  reboot->set_to_boot_id(to_boot);
+  reboot->set_reason(reason);
+  if (absl::StatusOr<v1::RunEvent> stored = store_.RecordRunEvent(std::move(event)); !stored.ok()) {
+    spdlog::error("run={} agent={}: recording the reboot event failed: {}", run_id, agent_id,
+                  stored.status().ToString());
+  }
+  hub_.Post([kind](FleetObserver& o) { o.OnReboot(kind); });
+}
+
+void Controller::FailRunLocked(const std::string& run_id, const std::string& error) {
+  spdlog::warn("run={} failed: {}", run_id, error);
+  if (absl::Status s = store_.FailRun(run_id, error, Now()); !s.ok()) {
+    spdlog::error("run={} failing: {}", run_id, s.ToString());
+  }
+  active_runs_stale_.store(true);
+}
+
+void Controller::ReleasePeerLocked(const std::string& lease_id, Later& later) {
+  std::optional<std::string> peer = peers_.Release(lease_id);
+  if (!peer) return;
+  if (Session* s = sessions_.Find(*peer); s != nullptr) DispatchOneLocked(*s, later);
+}
+
+}  // namespace tlbfleet::core

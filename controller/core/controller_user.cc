@@ -1,0 +1,191 @@
+// The controller facade: the user API, run events and gauges.
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "controller/core/controller.h"
+#include "controller/report/arm_ceilings.h"
+#include "controller/report/compare.h"
+#include "controller/report/comparison.h"
+#include "controller/report/render.h"
+#include "controller/scheduler/expand.h"
+#include "controller/scheduler/run_spec.h"
+#include "spdlog/spdlog.h"
+
+namespace tlbfleet::core {
+
+std::string_view AgentStateName(AgentState state) {
+  switch (state) {
+    case AgentState::kConnecting:
+      return "connecting";
+    case AgentState::kIdle:
+      return "idle";
+    case AgentState::kRunning:
+      return "running";
+    case AgentState::kRebooting:
+      return "rebooting";
+    case AgentState::kDisconnected:
+      return "disconnected";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec_yaml,
+                                                         const std::string& source) {
+  TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
+                       scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
+  std::vector<scheduler::JobPlan> jobs;
+  std::string run_id;
+  if (scheduler::SweepDependsOnHost(spec.sweep())) {
+    // The sweep is known only once a host takes a slot: Store::Lease expands it then.
+    TLB_ASSIGN_OR_RETURN(run_id, store_.CreateDeferredRun(spec, spec_yaml, Now()));
+  } else {
+    jobs = scheduler::ExpandRun(spec);
+    TLB_ASSIGN_OR_RETURN(run_id, store_.CreateRun(spec, spec_yaml, jobs, Now()));
+  }
+  spdlog::info(
+      "run={} submitted: {} ({}, {} arms, {})", run_id, spec.name(), spec.benchmark(),
+      spec.arms_size(),
+      jobs.empty() ? std::string("jobs expanded per host") : absl::StrCat(jobs.size(), " jobs"));
+  v1::SubmitRunResponse response;
+  response.set_run_id(run_id);
+  response.set_jobs(static_cast<uint32_t>(jobs.size()));
+  Later later;
+  {
+    absl::MutexLock lock(&mu_);
+    work_since_ms_ = Now();
+    active_runs_stale_.store(true);
+    DispatchAllLocked(later);
+  }
+  later.Run();
+  return response;
+}
+
+absl::StatusOr<v1::Run> Controller::GetRun(const std::string& run_id) {
+  return store_.GetRun(run_id);
+}
+
+absl::StatusOr<v1::ListRunsResponse> Controller::ListRuns(const v1::ListRunsRequest& request) {
+  return store_.QueryRuns(request);
+}
+
+absl::StatusOr<v1::Run> Controller::CancelRun(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(auto running, store_.CancelRun(run_id, Now()));
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [agent_id, lease_id] : running) {
+      if (Session* s = sessions_.Find(agent_id); s != nullptr) {
+        v1::ControllerMessage cancel;
+        cancel.mutable_cancel()->set_lease_id(lease_id);
+        cancel.mutable_cancel()->set_reason("run cancelled");
+        s->channel->Send(cancel);
+      }
+    }
+  }
+  spdlog::info("run={} cancelled by user ({} running jobs told to stop)", run_id, running.size());
+  return store_.GetRun(run_id);
+}
+
+absl::StatusOr<v1::ListHostsResponse> Controller::ListHosts() {
+  TLB_ASSIGN_OR_RETURN(std::vector<store::StoredHost> hosts, store_.ListHosts());
+  v1::ListHostsResponse response;
+  absl::MutexLock lock(&mu_);
+  for (store::StoredHost& h : hosts) {
+    v1::Host* out = response.add_hosts();
+    out->set_agent_id(h.agent_id);
+    *out->mutable_info() = std::move(h.info);
+    out->set_last_seen_unix(h.last_seen_ms / 1000);
+    if (const Session* s = sessions_.Find(h.agent_id); s != nullptr) {
+      out->set_connected(true);
+      out->set_current_lease(s->lease_id);
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetResultsResponse> Controller::GetResults(const std::string& run_id) {
+  TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
+  v1::GetResultsResponse response;
+  for (v1::Sample& s : samples) *response.add_samples() = std::move(s);
+  return response;
+}
+
+absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_id,
+                                                        const std::string& baseline) {
+  v1::CompareRequest request;
+  request.set_run_id(run_id);
+  request.set_baseline(baseline);
+  return Compare(request);
+}
+
+absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest& request) {
+  const std::string& run_id = request.run_id();
+  TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
+  TLB_ASSIGN_OR_RETURN(report::CompareOptions options, report::CompareOptionsFromRequest(request));
+  for (const v1::ArmSpec& arm : run.spec().arms()) options.arm_order.push_back(arm.name());
+  if (!options.baseline.empty() && std::find(options.arm_order.begin(), options.arm_order.end(),
+                                             options.baseline) == options.arm_order.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("baseline: run ", run_id, " has no arm named \"", options.baseline,
+                     "\" (arms: ", absl::StrJoin(options.arm_order, ", "), ")"));
+  }
+  TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
+  const std::string title = absl::StrCat(run.spec().benchmark(), " — run ", run_id, " (",
+                                         run.spec().name(), "), ", v1::RunState_Name(run.state()));
+  // The same comparison the CLI computes for JSON/CSV and offline CSV: one pipeline from the
+  // samples to the Report (with verdicts) and its text.
+  TLB_ASSIGN_OR_RETURN(v1::CompareResponse response,
+                       report::CompareRunSamples(samples, options, title, &run.spec()));
+  response.mutable_report()->set_run_id(run_id);
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::RunEvent>> Controller::RunEventsSince(const std::string& run_id,
+                                                                     uint64_t after_id,
+                                                                     uint32_t limit) {
+  return store_.RunEventsSince(run_id, after_id, limit);
+}
+
+absl::StatusOr<FleetSnapshot> Controller::Snapshot() {
+  TLB_ASSIGN_OR_RETURN(store::StoreCounts counts, store_.Counts());
+  FleetSnapshot snapshot;
+  for (AgentState s : {AgentState::kConnecting, AgentState::kIdle, AgentState::kRunning,
+                       AgentState::kRebooting, AgentState::kDisconnected}) {
+    snapshot.agents[s] = 0;
+  }
+  for (int s = v1::RunState_MIN; s <= v1::RunState_MAX; ++s) {
+    if (s != v1::RUN_STATE_UNSPECIFIED) snapshot.runs[static_cast<v1::RunState>(s)] = 0;
+  }
+  for (int s = v1::JobState_MIN; s <= v1::JobState_MAX; ++s) {
+    if (s != v1::JOB_STATE_UNSPECIFIED) snapshot.jobs[static_cast<v1::JobState>(s)] = 0;
+  }
+  for (const auto& [state, n] : counts.runs) snapshot.runs[state] += n;
+  for (const auto& [state, n] : counts.jobs) snapshot.jobs[state] += n;
+  snapshot.queue_depth = counts.queued_jobs_of_active_runs;
+
+  absl::MutexLock lock(&mu_);
+  uint64_t away_rebooting = 0;
+  for (const std::string& id : reboots_.AskedAgentIds()) {
+    if (sessions_.Find(id) == nullptr) ++away_rebooting;
+  }
+  for (const auto& [id, session] : sessions_) {
+    AgentState state = AgentState::kConnecting;
+    if (reboots_.Pending(id) || session.rebooting) {
+      state = AgentState::kRebooting;
+    } else if (!session.lease_id.empty()) {
+      state = AgentState::kRunning;
+    } else if (session.idle) {
+      state = AgentState::kIdle;
+    }
+    ++snapshot.agents[state];
+    if (!session.host.ceiling().writable()) ++snapshot.agents_degraded;
+  }
+  snapshot.agents[AgentState::kRebooting] += away_rebooting;
+  const uint64_t away = counts.hosts > sessions_.size() ? counts.hosts - sessions_.size() : 0;
+  snapshot.agents[AgentState::kDisconnected] = away > away_rebooting ? away - away_rebooting : 0;
+  return snapshot;
+}
+
+}  // namespace tlbfleet::core

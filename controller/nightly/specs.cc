@@ -1,0 +1,491 @@
+#include "controller/nightly/specs.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/workloads/workload.h"
+#include "controller/bisect/calibrated.h"
+#include "controller/nightly/cron.h"
+#include "controller/report/comparison.h"
+#include "controller/scheduler/expand.h"
+#include "controller/scheduler/run_spec.h"
+
+namespace tlbfleet::nightly {
+namespace {
+
+constexpr size_t kMaxScheduleName = 64;
+
+absl::Status Field(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+absl::StatusOr<std::string> Scalar(const YAML::Node& node, const std::string& path) {
+  if (!node.IsDefined() || node.IsNull()) return Field(path, "value is missing");
+  if (!node.IsScalar()) return Field(path, "expected a single value");
+  return node.Scalar();
+}
+
+absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path, int64_t lo,
+                                int64_t hi) {
+  absl::StatusOr<std::string> text = Scalar(node, path);
+  if (!text.ok()) return text.status();
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(*text, &value) || value < lo || value > hi) {
+    return Field(path,
+                 absl::StrCat("must be an integer in [", lo, ", ", hi, "], got \"", *text, "\""));
+  }
+  return value;
+}
+
+absl::StatusOr<bool> Boolean(const YAML::Node& node, const std::string& path) {
+  absl::StatusOr<std::string> text = Scalar(node, path);
+  if (!text.ok()) return text.status();
+  if (*text == "true" || *text == "yes") return true;
+  if (*text == "false" || *text == "no") return false;
+  return Field(path, absl::StrCat("expected true or false, got \"", *text, "\""));
+}
+
+absl::Status UnknownKey(const std::string& path, const std::vector<std::string>& known) {
+  return Field(path,
+               absl::StrCat("unknown field (expected one of: ", absl::StrJoin(known, ", "), ")"));
+}
+
+absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node,
+                                                    const std::string& path) {
+  if (!node.IsSequence()) return Field(path, "expected a list");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    absl::StatusOr<std::string> s = Scalar(node[i], absl::StrCat(path, "[", i, "]"));
+    if (!s.ok()) return s.status();
+    out.push_back(*s);
+  }
+  return out;
+}
+
+std::string Emit(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return std::string(out.c_str()) + "\n";
+}
+
+// A run spec map, kept as YAML; errors of the run name the field under `run.`.
+absl::StatusOr<YAML::Node> RunNode(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return Field("run", "required: the run spec to start");
+  if (!node.IsMap()) return Field("run", "expected a run spec (a map)");
+  return YAML::Clone(node);
+}
+
+absl::StatusOr<v1::RunSpec> CheckRunYaml(const std::string& yaml) {
+  absl::StatusOr<v1::RunSpec> spec = scheduler::ParseRunSpec(yaml, "run");
+  if (!spec.ok()) {
+    const std::string message(spec.status().message());
+    // ParseRunSpec names fields from the run spec's root; here it sits under `run`.
+    return absl::InvalidArgumentError(
+        message.rfind("run:", 0) == 0 ? message : absl::StrCat("run.", message));
+  }
+  return spec;
+}
+
+absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
+  const std::string path = "on_regression";
+  if (node.IsScalar()) {
+    if (node.Scalar() == "alert") {
+      out->set_action(v1::OnRegression::ACTION_ALERT);
+      return absl::OkStatus();
+    }
+    if (node.Scalar() == "bisect") {
+      return Field(path, "bisect needs its entries: {action: bisect, entries: [...]}");
+    }
+    return Field(path, absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
+  }
+  if (!node.IsMap()) return Field(path, "expected alert, or a map with action: bisect");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = absl::StrCat(path, ".", key);
+    if (key == "action") {
+      absl::StatusOr<std::string> a = Scalar(kv.second, field);
+      if (!a.ok()) return a.status();
+      if (*a == "alert") {
+        out->set_action(v1::OnRegression::ACTION_ALERT);
+      } else if (*a == "bisect") {
+        out->set_action(v1::OnRegression::ACTION_BISECT);
+      } else {
+        return Field(field, absl::StrCat("expected alert or bisect, got \"", *a, "\""));
+      }
+    } else if (key == "entries") {
+      absl::StatusOr<std::vector<std::string>> e = StringList(kv.second, field);
+      if (!e.ok()) return e.status();
+      out->mutable_entries()->Assign(e->begin(), e->end());
+    } else if (key == "good" || key == "bad") {
+      absl::StatusOr<std::string> e = Scalar(kv.second, field);
+      if (!e.ok()) return e.status();
+      key == "good" ? out->set_good(*e) : out->set_bad(*e);
+    } else if (key == "boots_per_round" || key == "max_boots_per_step") {
+      absl::StatusOr<int64_t> n = Integer(kv.second, field, 1, 100);
+      if (!n.ok()) return n.status();
+      key == "boots_per_round" ? out->set_boots_per_round(static_cast<uint32_t>(*n))
+                               : out->set_max_boots_per_step(static_cast<uint32_t>(*n));
+    } else {
+      return UnknownKey(
+          field, {"action", "entries", "good", "bad", "boots_per_round", "max_boots_per_step"});
+    }
+  }
+  if (out->action() == v1::OnRegression::ACTION_UNSPECIFIED) {
+    return Field(path + ".action", "required (alert or bisect)");
+  }
+  if (out->action() == v1::OnRegression::ACTION_BISECT) {
+    if (out->entries_size() < 2) {
+      return Field(path + ".entries", "a bisection needs at least two boot entries, oldest first");
+    }
+    // The ends, when given, are checked as a bisection would check them.
+    v1::BisectSpec probe;
+    probe.mutable_entries()->CopyFrom(out->entries());
+    probe.set_good(out->good().empty() ? out->entries(0) : out->good());
+    probe.set_bad(out->bad().empty() ? *out->entries().rbegin() : out->bad());
+    probe.set_boots_per_round(out->boots_per_round());
+    probe.set_max_boots_per_step(out->max_boots_per_step());
+    absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Start("probe", probe);
+    if (!b.ok()) return Field(path, std::string(b.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
+  if (!node.IsMap()) return Field("detect", "expected a map (test, max_p, min_segment)");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = absl::StrCat("detect.", key);
+    if (key == "test") {
+      absl::StatusOr<std::string> t = Scalar(kv.second, field);
+      if (!t.ok()) return t.status();
+      if (*t != "permutation" && *t != "student-t") {
+        return Field(field, absl::StrCat("expected permutation or student-t, got \"", *t, "\""));
+      }
+      out->set_test(*t);
+    } else if (key == "max_p") {
+      absl::StatusOr<std::string> t = Scalar(kv.second, field);
+      if (!t.ok()) return t.status();
+      double p = 0;
+      if (!absl::SimpleAtod(*t, &p) || !(p > 0 && p <= 0.5)) {
+        return Field(field, absl::StrCat("must be a probability in (0, 0.5], got \"", *t, "\""));
+      }
+      out->set_max_p(p);
+    } else if (key == "min_segment") {
+      absl::StatusOr<int64_t> n = Integer(kv.second, field, 2, 50);
+      if (!n.ok()) return n.status();
+      out->set_min_segment(static_cast<uint32_t>(*n));
+    } else {
+      return UnknownKey(field, {"test", "max_p", "min_segment"});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The metric a bisection follows (default: the benchmark's primary one) and its direction.
+absl::Status ResolveMetric(v1::BisectSpec* spec) {
+  workloads::LinkAllWorkloads();
+  const workloads::Workload* workload = workloads::Registry::Get().Find(spec->run().benchmark());
+  if (workload == nullptr) return Field("run.benchmark", "unknown benchmark");
+  if (spec->metric().empty()) spec->set_metric(std::string(workload->PrimaryMetric()));
+  std::vector<std::string> known;
+  for (const workloads::MetricSpec& m : workload->Metrics()) {
+    known.push_back(m.name);
+    if (m.name == spec->metric()) {
+      spec->set_lower_is_better(m.better == workloads::Better::kLower);
+      spec->set_benchmark(spec->run().benchmark());
+      return absl::OkStatus();
+    }
+  }
+  return Field("metric",
+               absl::StrCat("unknown metric \"", spec->metric(), "\" of ", spec->run().benchmark(),
+                            " (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+// The sweep value a bisection follows: required when the run sweeps several.
+absl::Status ResolveParam(v1::BisectSpec* spec) {
+  const v1::SweepSpec& sweep = spec->run().sweep();
+  std::vector<std::string> labels;
+  for (const std::string& v : scheduler::SweepValues(sweep)) {
+    labels.push_back(report::SweepLabel(sweep.param(), v));
+  }
+  if (labels.size() <= 1) {
+    if (!spec->param().empty() && (labels.empty() || spec->param() != labels[0])) {
+      return Field("param", absl::StrCat("the run has no sweep value \"", spec->param(), "\""));
+    }
+    if (!labels.empty()) spec->set_param(labels[0]);
+    return absl::OkStatus();
+  }
+  if (std::find(labels.begin(), labels.end(), spec->param()) != labels.end()) {
+    return absl::OkStatus();
+  }
+  return Field("param", absl::StrCat(spec->param().empty()
+                                         ? std::string("required: ")
+                                         : absl::StrCat("\"", spec->param(), "\" is not one of "),
+                                     "the run sweeps ", absl::StrJoin(labels, ", "),
+                                     "; name the value to bisect on"));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
+                                                   std::string_view source_in) {
+  const std::string source(source_in.empty() ? "schedule" : source_in);
+  v1::ScheduleSpec spec;
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml_in));
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": expected a map (name, cron, run)"));
+    }
+    YAML::Node run;
+    for (const auto& kv : root) {
+      const std::string key = kv.first.Scalar();
+      if (key == "name") {
+        absl::StatusOr<std::string> name = Scalar(kv.second, key);
+        if (!name.ok()) return name.status();
+        spec.set_name(*name);
+      } else if (key == "cron") {
+        absl::StatusOr<std::string> cron = Scalar(kv.second, key);
+        if (!cron.ok()) return cron.status();
+        absl::StatusOr<CronSchedule> parsed = CronSchedule::Parse(*cron);
+        if (!parsed.ok()) return Field("cron", std::string(parsed.status().message()));
+        spec.set_cron(parsed->text());
+      } else if (key == "run") {
+        absl::StatusOr<YAML::Node> node = RunNode(kv.second);
+        if (!node.ok()) return node.status();
+        run = *node;
+      } else if (key == "hosts") {
+        if (!kv.second.IsMap()) return Field("hosts", "expected a host selector (a map)");
+        spec.set_hosts_yaml(Emit(kv.second));
+      } else if (key == "on_regression") {
+        if (absl::Status s = ParseOnRegression(kv.second, spec.mutable_on_regression()); !s.ok()) {
+          return s;
+        }
+      } else if (key == "detect") {
+        if (absl::Status s = ParseDetection(kv.second, spec.mutable_detection()); !s.ok()) return s;
+      } else {
+        return UnknownKey(key, {"name", "cron", "hosts", "run", "on_regression", "detect"});
+      }
+    }
+    if (spec.name().empty()) return Field("name", "required");
+    const bool name_ok =
+        spec.name().size() <= kMaxScheduleName &&
+        std::all_of(spec.name().begin(), spec.name().end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+        });
+    if (!name_ok) {
+      return Field("name",
+                   absl::StrCat("must be 1 to ", kMaxScheduleName,
+                                " letters, digits, '.', '_' or '-', got \"", spec.name(), "\""));
+    }
+    if (spec.cron().empty()) return Field("cron", "required, e.g. \"0 2 * * *\" (UTC)");
+    if (!run.IsDefined()) return Field("run", "required: the run spec to start");
+    spec.set_run_yaml(Emit(run));
+    if (spec.on_regression().action() == v1::OnRegression::ACTION_UNSPECIFIED) {
+      spec.mutable_on_regression()->set_action(v1::OnRegression::ACTION_ALERT);
+    }
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  // The run is checked as it will be submitted.
+  absl::StatusOr<std::string> probe = ScheduledRunYaml(spec, "probe");
+  if (!probe.ok()) return probe.status();
+  absl::StatusOr<v1::RunSpec> run = CheckRunYaml(*probe);
+  if (!run.ok()) return run.status();
+  return spec;
+}
+
+absl::StatusOr<std::string> ScheduledRunYaml(const v1::ScheduleSpec& spec,
+                                             const std::string& run_name) {
+  try {
+    YAML::Node run = YAML::Load(spec.run_yaml());
+    run["name"] = run_name;
+    if (!spec.hosts_yaml().empty()) run["hosts"] = YAML::Load(spec.hosts_yaml());
+    return Emit(run);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("run: ", e.msg));
+  }
+}
+
+absl::StatusOr<std::string> BisectRunYamlFromSchedule(const v1::ScheduleSpec& spec,
+                                                      const std::string& arm) {
+  absl::StatusOr<std::string> yaml = ScheduledRunYaml(spec, "bisect");
+  if (!yaml.ok()) return yaml;
+  try {
+    YAML::Node run = YAML::Load(*yaml);
+    YAML::Node kept(YAML::NodeType::Sequence);
+    const YAML::Node arms = run["arms"];
+    if (arms.IsDefined() && arms.IsSequence()) {
+      for (size_t i = 0; i < arms.size(); ++i) {
+        if (!arms[i].IsMap() || !arms[i]["name"].IsDefined() || arms[i]["name"].Scalar() != arm) {
+          continue;
+        }
+        YAML::Node copy = YAML::Clone(arms[i]);
+        copy.remove("boot_entry");
+        kept.push_back(copy);
+      }
+    }
+    if (kept.size() == 0) {
+      run.remove("arms");
+    } else {
+      run["arms"] = kept;
+    }
+    run.remove("boots");
+    return Emit(run);
+  } catch (const YAML::Exception& e) {
+    return Field("run", e.msg);
+  }
+}
+
+stats::ChangePointOptions DetectorOptions(const v1::ChangeDetection& detection) {
+  stats::ChangePointOptions options;
+  if (detection.test() == "student-t") {
+    options.test = stats::ChangePointTest::kStudentT;
+    options.max_p = stats::kStudentTDefaultMaxP;
+  }
+  if (detection.max_p() > 0) options.max_p = detection.max_p();
+  if (detection.min_segment() > 0) options.min_segment = detection.min_segment();
+  return options;
+}
+
+absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
+                                               std::string_view source_in) {
+  const std::string source(source_in.empty() ? "bisect" : source_in);
+  v1::BisectSpec spec;
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml_in));
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": expected a map (entries, good, bad, run)"));
+    }
+    for (const auto& kv : root) {
+      const std::string key = kv.first.Scalar();
+      if (key == "entries") {
+        absl::StatusOr<std::vector<std::string>> e = StringList(kv.second, key);
+        if (!e.ok()) return e.status();
+        spec.mutable_entries()->Assign(e->begin(), e->end());
+      } else if (key == "good" || key == "bad" || key == "metric" || key == "param") {
+        absl::StatusOr<std::string> v = Scalar(kv.second, key);
+        if (!v.ok()) return v.status();
+        if (key == "good") spec.set_good(*v);
+        if (key == "bad") spec.set_bad(*v);
+        if (key == "metric") spec.set_metric(*v);
+        if (key == "param") spec.set_param(*v);
+      } else if (key == "boots_per_round" || key == "max_boots_per_step") {
+        absl::StatusOr<int64_t> n = Integer(kv.second, key, 1, 100);
+        if (!n.ok()) return n.status();
+        key == "boots_per_round" ? spec.set_boots_per_round(static_cast<uint32_t>(*n))
+                                 : spec.set_max_boots_per_step(static_cast<uint32_t>(*n));
+      } else if (key == "skip_endpoint_check") {
+        absl::StatusOr<bool> b = Boolean(kv.second, key);
+        if (!b.ok()) return b.status();
+        spec.set_skip_endpoint_check(*b);
+      } else if (key == "run") {
+        absl::StatusOr<YAML::Node> run = RunNode(kv.second);
+        if (!run.ok()) return run.status();
+        spec.set_run_yaml(Emit(*run));
+      } else {
+        return UnknownKey(key, {"entries", "good", "bad", "metric", "param", "boots_per_round",
+                                "max_boots_per_step", "skip_endpoint_check", "run"});
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+  }
+  if (spec.run_yaml().empty()) return Field("run", "required: the run each step measures");
+  for (int i = 0; i < spec.entries_size(); ++i) {
+    const std::string& e = spec.entries(i);
+    const bool ok = !e.empty() && e.size() <= 128 && std::all_of(e.begin(), e.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' ||
+             c == '-';
+    });
+    if (!ok) {
+      return Field(absl::StrCat("entries[", i, "]"),
+                   absl::StrCat("'", e,
+                                "' is not a boot entry name (letters, digits, '.', '_', "
+                                "'+', '-')"));
+    }
+  }
+  // The entries, good and bad are checked first: they are what a user gets wrong most.
+  absl::StatusOr<bisect::Bisection> probe = bisect::Bisection::Start("probe", spec);
+  if (!probe.ok()) return probe.status();
+  if (absl::Status s = CheckBisectRun(&spec); !s.ok()) return s;
+  return spec;
+}
+
+absl::Status CheckBisectRun(v1::BisectSpec* spec) {
+  try {
+    const YAML::Node run = YAML::Load(spec->run_yaml());
+    const YAML::Node arms = run["arms"];
+    if (arms.IsDefined() && !arms.IsNull()) {
+      if (!arms.IsSequence() || arms.size() > 1) {
+        return Field("run.arms",
+                     "a bisection measures one configuration: give at most one arm "
+                     "(its params and ceiling go to every entry)");
+      }
+      if (arms[0].IsMap() && arms[0]["boot_entry"].IsDefined()) {
+        return Field("run.arms[0].boot_entry", "the bisection chooses the entries");
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Field("run", e.msg);
+  }
+  bisect::NextAction probe;
+  probe.entries = {spec->entries(0), spec->entries(spec->entries_size() - 1)};
+  probe.entries.insert(probe.entries.begin() + 1, spec->entries(0));
+  probe.boots = std::max<uint32_t>(spec->boots_per_round(), 1);
+  absl::StatusOr<std::string> yaml = MeasurementRunYaml(*spec, probe, "probe");
+  if (!yaml.ok()) return yaml.status();
+  absl::StatusOr<v1::RunSpec> run = CheckRunYaml(*yaml);
+  if (!run.ok()) return run.status();
+  // Kept without the probe's arms and boots: what the user asked for.
+  *spec->mutable_run() = *run;
+  spec->mutable_run()->clear_arms();
+  if (absl::Status s = ResolveMetric(spec); !s.ok()) return s;
+  return ResolveParam(spec);
+}
+
+absl::StatusOr<std::string> MeasurementRunYaml(const v1::BisectSpec& spec,
+                                               const bisect::NextAction& next,
+                                               const std::string& run_name) {
+  try {
+    YAML::Node run = YAML::Load(spec.run_yaml());
+    YAML::Node base;
+    if (run["arms"].IsDefined() && run["arms"].IsSequence() && run["arms"].size() == 1) {
+      base = YAML::Clone(run["arms"][0]);
+    }
+    const bool endpoint_check = next.entries.size() == 2;
+    const std::vector<const char*> roles =
+        endpoint_check
+            ? std::vector<const char*>{bisect::kGoodArm, bisect::kBadArm}
+            : std::vector<const char*>{bisect::kGoodArm, bisect::kTestedArm, bisect::kBadArm};
+    YAML::Node arms(YAML::NodeType::Sequence);
+    for (size_t i = 0; i < next.entries.size() && i < roles.size(); ++i) {
+      YAML::Node arm(YAML::NodeType::Map);
+      arm["name"] = roles[i];
+      arm["boot_entry"] = next.entries[i];
+      if (base.IsMap()) {
+        if (base["params"].IsDefined()) arm["params"] = base["params"];
+        if (base["ceiling"].IsDefined()) arm["ceiling"] = base["ceiling"];
+      }
+      arms.push_back(arm);
+    }
+    run["name"] = run_name;
+    run["arms"] = arms;
+    run["boots"] = next.boots;
+    return Emit(run);
+  } catch (const YAML::Exception& e) {
+    return Field("run", e.msg);
+  }
+}
+
+}  // namespace tlbfleet::nightly

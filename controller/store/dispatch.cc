@@ -1,0 +1,442 @@
+#include "controller/store/dispatch.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "controller/scheduler/boot_plan.h"
+#include "controller/scheduler/run_spec.h"
+#include "controller/store/boot_requests.h"
+#include "controller/store/events.h"
+#include "controller/store/runs.h"
+
+namespace tlbfleet::store::dispatch {
+
+namespace {
+
+struct QueuedJob {
+  int64_t job_id = 0;
+  int64_t attempts = 0;
+  v1::JobAssignment assignment;
+};
+
+absl::StatusOr<QueuedJob> QueuedJobFromRow(const Statement& row, int id_col, int attempts_col,
+                                           int assignment_col) {
+  QueuedJob job;
+  job.job_id = row.Int(id_col);
+  job.attempts = row.Int(attempts_col);
+  TLB_ASSIGN_OR_RETURN(job.assignment,
+                       ParseBlob<v1::JobAssignment>(
+                           row, assignment_col, absl::StrCat("job ", job.job_id, " assignment")));
+  return job;
+}
+
+// The next queued job of `slot` that boot `boot_id` may run, recording which boot index a
+// fresh boot serves. Jobs of one boot index run on one boot, and a boot serves one index;
+// when the slot has work only for another index, `reboot_reason` says which. For a run whose
+// arms name boot entries (`entry_run`), a fresh boot serves only the index it was asked for
+// (boot_requests.h); `reboot_entry` is the entry the next boot must be.
+absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, int64_t run_id, int64_t slot,
+                                                        const LeaseRequest& request, bool entry_run,
+                                                        std::string* reboot_reason,
+                                                        std::string* reboot_entry) {
+  const std::string& boot_id = request.boot_id;
+  auto first_queued = [&](int64_t boot_index) -> absl::StatusOr<std::optional<QueuedJob>> {
+    TLB_ASSIGN_OR_RETURN(Statement q,
+                         db.Prepare("SELECT id, attempts, assignment FROM jobs"
+                                    " WHERE run_id = ?1 AND slot = ?2 AND state = 'queued'"
+                                    " AND boot_index = ?3 ORDER BY id LIMIT 1"));
+    q.Bind(1, run_id).Bind(2, slot).Bind(3, boot_index);
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<QueuedJob>();
+    TLB_ASSIGN_OR_RETURN(QueuedJob job, QueuedJobFromRow(q, 0, 1, 2));
+    return std::optional<QueuedJob>(std::move(job));
+  };
+  TLB_ASSIGN_OR_RETURN(Statement lowest_q,
+                       db.Prepare("SELECT MIN(boot_index) FROM jobs WHERE run_id = ?1"
+                                  " AND slot = ?2 AND state = 'queued'"));
+  lowest_q.Bind(1, run_id).Bind(2, slot);
+  TLB_ASSIGN_OR_RETURN(bool has_lowest, lowest_q.Step());
+  if (!has_lowest || lowest_q.IsNull(0)) return std::optional<QueuedJob>();
+  const int64_t lowest = lowest_q.Int(0);
+
+  TLB_ASSIGN_OR_RETURN(Statement serves,
+                       db.Prepare("SELECT boot_index FROM slot_boots WHERE run_id = ?1"
+                                  " AND slot = ?2 AND boot_id = ?3"));
+  serves.Bind(1, run_id).Bind(2, slot).Bind(3, boot_id);
+  TLB_ASSIGN_OR_RETURN(bool served, serves.Step());
+  if (served) {
+    // This boot already serves one boot index: it takes that index's jobs and nothing else.
+    const int64_t index = serves.Int(0);
+    TLB_ASSIGN_OR_RETURN(std::optional<QueuedJob> job, first_queued(index));
+    if (!job.has_value()) {
+      *reboot_reason = absl::StrCat("run ", run_id, " boot ", lowest + 1, " needs a fresh boot (",
+                                    "boot ", index + 1, " ran on boot_id ", boot_id, ")");
+      if (entry_run) {
+        TLB_ASSIGN_OR_RETURN(*reboot_entry, boot_requests::EntryOf(db, run_id, slot, lowest));
+        TLB_RETURN_IF_ERROR(
+            boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
+        absl::StrAppend(reboot_reason, " into boot entry ", *reboot_entry);
+      }
+    }
+    return job;
+  }
+  if (entry_run) {
+    TLB_ASSIGN_OR_RETURN(bool claimed,
+                         boot_requests::Claim(db, run_id, slot, lowest, boot_id, request.boot_entry,
+                                              request.boot_entry_failed));
+    if (!claimed) {
+      TLB_ASSIGN_OR_RETURN(*reboot_entry, boot_requests::EntryOf(db, run_id, slot, lowest));
+      TLB_RETURN_IF_ERROR(boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
+      *reboot_reason = absl::StrCat("run ", run_id, " boot ", lowest + 1,
+                                    " needs a fresh boot into boot entry ", *reboot_entry);
+      return std::optional<QueuedJob>();
+    }
+  }
+  // A fresh boot takes the lowest boot index with work left. If that index had started on
+  // a boot that ended early (a crash, an unplanned reboot), it carries on here: samples
+  // keep their real boot_id, which is what the statistics group by.
+  TLB_ASSIGN_OR_RETURN(Statement record,
+                       db.Prepare("INSERT OR REPLACE INTO slot_boots(run_id, slot, boot_index,"
+                                  " boot_id) VALUES(?1, ?2, ?3, ?4)"));
+  TLB_RETURN_IF_ERROR(record.Bind(1, run_id).Bind(2, slot).Bind(3, lowest).Bind(4, boot_id).Run());
+  return first_queued(lowest);
+}
+
+// The slot of deferred run `run_id` this agent may take (expanding it if needed), or
+// nullopt; see LeaseRequest::expander.
+absl::StatusOr<std::optional<int64_t>> PrepareDeferredSlot(Database& db, EventBatch& events,
+                                                           int64_t run_id, const v1::RunSpec& spec,
+                                                           const SlotExpander& expander,
+                                                           int64_t now_ms) {
+  if (!expander) return std::optional<int64_t>();
+  TLB_ASSIGN_OR_RETURN(Statement bound_q,
+                       db.Prepare("SELECT slot FROM run_slots WHERE run_id = ?1"));
+  bound_q.Bind(1, run_id);
+  std::set<int64_t> bound;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, bound_q.Step());
+    if (!row) break;
+    bound.insert(bound_q.Int(0));
+  }
+  // This host's expansion, computed at most once and only when a free slot needs it.
+  std::optional<scheduler::SlotExpansion> mine;
+  absl::Status expand_error;
+  auto expand = [&]() -> bool {
+    if (mine.has_value()) return true;
+    absl::StatusOr<scheduler::SlotExpansion> e = expander(spec);
+    if (!e.ok()) {
+      expand_error = e.status();
+      return false;
+    }
+    mine = *std::move(e);
+    return true;
+  };
+  auto store_expansion = [&](int64_t slot, bool replace) -> absl::Status {
+    if (replace) {
+      TLB_ASSIGN_OR_RETURN(Statement drop,
+                           db.Prepare("DELETE FROM jobs WHERE run_id = ?1 AND slot = ?2"
+                                      " AND state = 'queued'"));
+      TLB_RETURN_IF_ERROR(drop.Bind(1, run_id).Bind(2, slot).Run());
+    }
+    TLB_RETURN_IF_ERROR(runs::InsertJobs(db, run_id, spec, mine->jobs, slot));
+    TLB_ASSIGN_OR_RETURN(Statement basis,
+                         db.Prepare("INSERT OR REPLACE INTO slot_expansions(run_id, slot, basis)"
+                                    " VALUES(?1, ?2, ?3)"));
+    return basis.Bind(1, run_id).Bind(2, slot).Bind(3, mine->basis).Run();
+  };
+  for (int64_t slot = 0; slot < static_cast<int64_t>(spec.hosts().count()); ++slot) {
+    if (bound.count(slot) > 0) continue;
+    TLB_ASSIGN_OR_RETURN(Statement q,
+                         db.Prepare("SELECT e.basis,"
+                                    " (SELECT COUNT(*) FROM jobs j WHERE j.run_id = ?1"
+                                    "  AND j.slot = ?2 AND j.state = 'queued'),"
+                                    " (SELECT COUNT(*) FROM jobs j WHERE j.run_id = ?1"
+                                    "  AND j.slot = ?2 AND j.state <> 'queued')"
+                                    " FROM slot_expansions e WHERE e.run_id = ?1 AND e.slot = ?2"));
+    q.Bind(1, run_id).Bind(2, slot);
+    TLB_ASSIGN_OR_RETURN(bool expanded, q.Step());
+    if (!expanded) {
+      if (!expand()) break;
+      TLB_RETURN_IF_ERROR(store_expansion(slot, false));
+      return std::optional<int64_t>(slot);
+    }
+    const std::string basis = q.Text(0);
+    const int64_t queued = q.Int(1);
+    const int64_t started = q.Int(2);
+    if (queued == 0) continue;
+    if (!expand()) break;
+    if (mine->basis == basis) return std::optional<int64_t>(slot);
+    if (started == 0) {
+      TLB_RETURN_IF_ERROR(store_expansion(slot, true));
+      return std::optional<int64_t>(slot);
+    }
+    // Half measured for another sweep: it waits for a host whose sweep is the same.
+  }
+  if (!expand_error.ok()) {
+    TLB_RETURN_IF_ERROR(
+        runs::Fail(db, events, run_id, std::string(expand_error.message()), now_ms));
+  }
+  return std::optional<int64_t>();
+}
+
+// Store::Lease for one run.
+absl::StatusOr<LeaseResult> LeaseFromRun(Database& db, EventBatch& events,
+                                         const std::string& run_id, const LeaseRequest& request) {
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRunId(run_id));
+  const std::string& agent_id = request.agent_id;
+  LeaseResult result;
+  TLB_ASSIGN_OR_RETURN(Statement run_row,
+                       db.Prepare("SELECT spec, expand_on_bind, state FROM runs WHERE id = ?1"));
+  run_row.Bind(1, rid);
+  TLB_ASSIGN_OR_RETURN(bool run_found, run_row.Step());
+  if (!run_found) return result;
+  const std::string state = run_row.Text(2);
+  if (state != "queued" && state != "running") return result;
+  TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
+                       ParseBlob<v1::RunSpec>(run_row, 0, absl::StrCat("run ", rid, " spec")));
+  int64_t only_slot = -1;  // a deferred run: lease from this slot only
+  if (run_row.Int(1) != 0) {
+    TLB_ASSIGN_OR_RETURN(Statement held, db.Prepare("SELECT slot FROM run_slots"
+                                                    " WHERE run_id = ?1 AND agent_id = ?2"));
+    held.Bind(1, rid).Bind(2, agent_id);
+    TLB_ASSIGN_OR_RETURN(bool holds, held.Step());
+    if (!holds) {
+      SlotExpander expander = request.expander_for ? request.expander_for(run_id) : nullptr;
+      TLB_ASSIGN_OR_RETURN(std::optional<int64_t> slot,
+                           PrepareDeferredSlot(db, events, rid, spec, expander, request.now_ms));
+      if (!slot.has_value()) return result;
+      only_slot = *slot;
+    }
+  }
+  TLB_ASSIGN_OR_RETURN(
+      Statement pick,
+      db.Prepare("SELECT j.id, j.slot, j.attempts, j.assignment, s.agent_id FROM jobs j"
+                 " LEFT JOIN run_slots s ON s.run_id = j.run_id AND s.slot = j.slot"
+                 " WHERE j.run_id = ?1 AND j.state = 'queued' AND (s.agent_id = ?2 OR"
+                 " (s.agent_id IS NULL AND NOT EXISTS (SELECT 1 FROM run_slots s2"
+                 "   WHERE s2.run_id = j.run_id AND s2.agent_id = ?2)))"
+                 " AND (?3 < 0 OR j.slot = ?3)"
+                 " ORDER BY j.id LIMIT 1"));
+  pick.Bind(1, rid).Bind(2, agent_id).Bind(3, only_slot);
+  TLB_ASSIGN_OR_RETURN(bool row, pick.Step());
+  if (!row) return result;
+  const int64_t slot = pick.Int(1);
+  const bool slot_bound = !pick.IsNull(4);
+  TLB_ASSIGN_OR_RETURN(QueuedJob job, QueuedJobFromRow(pick, 0, 2, 3));
+  if (scheduler::RunNeedsReboots(spec) && !request.boot_id.empty()) {
+    // The first queued job of the slot may belong to another boot than this one.
+    std::string why;
+    std::string entry;
+    TLB_ASSIGN_OR_RETURN(
+        std::optional<QueuedJob> on_this_boot,
+        PickJobForBoot(db, rid, slot, request, scheduler::RunUsesBootEntries(spec), &why, &entry));
+    if (!on_this_boot.has_value()) {
+      if (!why.empty()) {
+        result.kind = LeaseResult::Kind::kNeedsReboot;
+        result.run_id = run_id;
+        result.reboot_reason = std::move(why);
+        result.reboot_entry = std::move(entry);
+      }
+      return result;
+    }
+    job = *std::move(on_this_boot);
+  }
+  if (!slot_bound) {
+    TLB_ASSIGN_OR_RETURN(Statement bind, db.Prepare("INSERT INTO run_slots(run_id, slot, agent_id)"
+                                                    " VALUES(?1, ?2, ?3)"));
+    TLB_RETURN_IF_ERROR(bind.Bind(1, rid).Bind(2, slot).Bind(3, agent_id).Run());
+  }
+  const int64_t attempt = job.attempts + 1;
+  const std::string lease_id = internal::LeaseId(job.job_id, attempt);
+  result.assignment = std::move(job.assignment);
+  result.assignment.set_lease_id(lease_id);
+  result.assignment.set_job_id(job.job_id);
+  if (request.peer_for) result.peer_agent_id = request.peer_for(result.assignment);
+  TLB_ASSIGN_OR_RETURN(Statement upd, db.Prepare("UPDATE jobs SET state = 'leased', attempts = ?2,"
+                                                 " lease_id = ?3, agent_id = ?4,"
+                                                 " lease_expires_ms = ?5, peer_agent_id = ?6"
+                                                 " WHERE id = ?1"));
+  upd.Bind(1, job.job_id)
+      .Bind(2, attempt)
+      .Bind(3, lease_id)
+      .Bind(4, agent_id)
+      .Bind(5, request.now_ms + request.lease_ms);
+  if (result.peer_agent_id.empty()) {
+    upd.BindNull(6);
+  } else {
+    upd.Bind(6, result.peer_agent_id);
+  }
+  TLB_RETURN_IF_ERROR(upd.Run());
+  TLB_RETURN_IF_ERROR(runs::MarkRunning(db, events, rid, request.now_ms));
+  TLB_ASSIGN_OR_RETURN(v1::RunEvent started,
+                       events::ForJob(db, job.job_id, v1::JOB_STATE_RUNNING, request.now_ms));
+  TLB_RETURN_IF_ERROR(events::Record(db, events, std::move(started)));
+  result.kind = LeaseResult::Kind::kLeased;
+  result.run_id = run_id;
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<LeaseResult> Lease(Database& db, EventBatch& events, const LeaseRequest& request) {
+  LeaseResult first_reboot;
+  for (const std::string& run_id : request.run_ids) {
+    TLB_ASSIGN_OR_RETURN(LeaseResult result, LeaseFromRun(db, events, run_id, request));
+    if (result.kind == LeaseResult::Kind::kLeased) return result;
+    if (result.kind == LeaseResult::Kind::kNeedsReboot &&
+        first_reboot.kind == LeaseResult::Kind::kNothing) {
+      first_reboot = std::move(result);
+    }
+  }
+  return first_reboot;
+}
+
+absl::StatusOr<bool> Renew(Database& db, const std::string& lease_id, const std::string& agent_id,
+                           int64_t now_ms, int64_t lease_ms) {
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db.Prepare("UPDATE jobs SET lease_expires_ms = MAX(lease_expires_ms, ?3)"
+                                  " WHERE lease_id = ?1 AND agent_id = ?2 AND state = 'leased'"));
+  TLB_RETURN_IF_ERROR(stmt.Bind(1, lease_id).Bind(2, agent_id).Bind(3, now_ms + lease_ms).Run());
+  return db.Changes() > 0;
+}
+
+absl::StatusOr<int64_t> ExtendAll(Database& db, int64_t until_ms) {
+  TLB_ASSIGN_OR_RETURN(Statement stmt,
+                       db.Prepare("UPDATE jobs SET lease_expires_ms = ?1"
+                                  " WHERE state = 'leased' AND lease_expires_ms < ?1"));
+  TLB_RETURN_IF_ERROR(stmt.Bind(1, until_ms).Run());
+  return db.Changes();
+}
+
+absl::StatusOr<ExpiredLease> TakeBack(Database& db, EventBatch& events, const HeldJob& job,
+                                      const Requeue& how, int64_t now_ms, int max_attempts) {
+  ExpiredLease e;
+  e.run_id = absl::StrCat(job.run_id);
+  e.job_id = job.job_id;
+  e.lease_id = job.lease_id;
+  e.agent_id = job.agent_id;
+  TLB_ASSIGN_OR_RETURN(Statement drop, db.Prepare("DELETE FROM samples WHERE lease_id = ?1"));
+  TLB_RETURN_IF_ERROR(drop.Bind(1, job.lease_id).Run());
+  const int64_t dropped = db.Changes();
+  if (dropped > 0) {
+    TLB_ASSIGN_OR_RETURN(Statement uncount,
+                         db.Prepare("UPDATE runs SET samples = samples - ?2 WHERE id = ?1"));
+    TLB_RETURN_IF_ERROR(uncount.Bind(1, job.run_id).Bind(2, dropped).Run());
+  }
+  e.requeued = !how.count_attempt || job.attempts < max_attempts;
+  // Described while the row still names the lease and the agent.
+  TLB_ASSIGN_OR_RETURN(
+      v1::RunEvent event,
+      events::ForJob(db, job.job_id, e.requeued ? v1::JOB_STATE_QUEUED : v1::JOB_STATE_FAILED,
+                     now_ms));
+  std::string error;
+  if (e.requeued) {
+    TLB_ASSIGN_OR_RETURN(Statement requeue,
+                         db.Prepare("UPDATE jobs SET state = 'queued', lease_id = NULL,"
+                                    " agent_id = NULL, lease_expires_ms = NULL,"
+                                    " peer_agent_id = NULL, attempts = attempts - ?2"
+                                    " WHERE id = ?1"));
+    TLB_RETURN_IF_ERROR(
+        requeue.Bind(1, job.job_id).Bind(2, static_cast<int64_t>(how.count_attempt ? 0 : 1)).Run());
+    event.mutable_job()->set_reason(how.count_attempt
+                                        ? absl::StrCat(how.why, " (attempt ", job.attempts, " of ",
+                                                       max_attempts, "); re-queued")
+                                        : absl::StrCat(how.why, "; re-queued"));
+  } else {
+    TLB_ASSIGN_OR_RETURN(Statement fail,
+                         db.Prepare("UPDATE jobs SET state = 'failed', finished_ms = ?2,"
+                                    " error = ?3, peer_agent_id = NULL WHERE id = ?1"));
+    error = absl::StrCat("job ", job.job_id, ": ", how.why, " ", job.attempts,
+                         " times (agents went silent or lost it)");
+    TLB_RETURN_IF_ERROR(fail.Bind(1, job.job_id).Bind(2, now_ms).Bind(3, error).Run());
+    event.mutable_job()->set_reason(error);
+  }
+  if (!how.keep_slot) {
+    // The silent host gives up its slot so that another host can finish the run, unless it
+    // still runs another job of it (then its slot is not free).
+    TLB_ASSIGN_OR_RETURN(
+        Statement unbind,
+        db.Prepare("DELETE FROM run_slots WHERE run_id = ?1 AND agent_id = ?2 AND NOT EXISTS"
+                   " (SELECT 1 FROM jobs WHERE run_id = ?1 AND agent_id = ?2"
+                   "  AND state = 'leased')"));
+    TLB_RETURN_IF_ERROR(unbind.Bind(1, job.run_id).Bind(2, job.agent_id).Run());
+  }
+  TLB_RETURN_IF_ERROR(events::Record(db, events, std::move(event)));
+  if (!e.requeued) TLB_RETURN_IF_ERROR(runs::Fail(db, events, job.run_id, error, now_ms));
+  return e;
+}
+
+absl::StatusOr<std::vector<ExpiredLease>> Expire(Database& db, EventBatch& events, int64_t now_ms,
+                                                 int max_attempts,
+                                                 const std::set<std::string>& live_agents) {
+  // Uses the partial index jobs_leased_by_expiry (store_test checks the plan).
+  TLB_ASSIGN_OR_RETURN(Statement find,
+                       db.Prepare("SELECT id, run_id, lease_id, agent_id, attempts FROM jobs"
+                                  " WHERE state = 'leased' AND lease_expires_ms < ?1"));
+  find.Bind(1, now_ms);
+  std::vector<HeldJob> found;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, find.Step());
+    if (!row) break;
+    found.push_back({find.Int(0), find.Int(1), find.Text(2), find.Text(3), find.Int(4)});
+  }
+  std::vector<ExpiredLease> expired;
+  for (const HeldJob& job : found) {
+    Requeue how;
+    how.why = "lease expired";
+    how.keep_slot = live_agents.count(job.agent_id) > 0;
+    TLB_ASSIGN_OR_RETURN(ExpiredLease e, TakeBack(db, events, job, how, now_ms, max_attempts));
+    expired.push_back(std::move(e));
+  }
+  return expired;
+}
+
+absl::StatusOr<std::vector<HeldJob>> HeldJobs(Database& db, const std::string& agent_id) {
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("SELECT id, run_id, lease_id, agent_id, attempts"
+                                               " FROM jobs WHERE agent_id = ?1"
+                                               " AND state = 'leased' ORDER BY id"));
+  q.Bind(1, agent_id);
+  std::vector<HeldJob> out;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.push_back({q.Int(0), q.Int(1), q.Text(2), q.Text(3), q.Int(4)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<HeldJob>> Held(Database& db, const std::string& lease_id,
+                                            const std::string& agent_id) {
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("SELECT id, run_id, lease_id, agent_id, attempts"
+                                               " FROM jobs WHERE lease_id = ?1 AND agent_id = ?2"
+                                               " AND state = 'leased'"));
+  q.Bind(1, lease_id).Bind(2, agent_id);
+  TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return std::optional<HeldJob>();
+  return std::optional<HeldJob>(HeldJob{q.Int(0), q.Int(1), q.Text(2), q.Text(3), q.Int(4)});
+}
+
+absl::StatusOr<std::optional<std::string>> HeldBy(Database& db, const std::string& agent_id) {
+  TLB_ASSIGN_OR_RETURN(Statement stmt, db.Prepare("SELECT lease_id FROM jobs WHERE agent_id = ?1"
+                                                  " AND state = 'leased' ORDER BY id LIMIT 1"));
+  stmt.Bind(1, agent_id);
+  TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt.Text(0));
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PeerReservations(Database& db) {
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("SELECT lease_id, peer_agent_id FROM jobs"
+                                               " WHERE state = 'leased'"
+                                               " AND peer_agent_id IS NOT NULL"));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.emplace_back(q.Text(0), q.Text(1));
+  }
+  return out;
+}
+
+}  // namespace tlbfleet::store::dispatch

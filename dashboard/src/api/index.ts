@@ -1,0 +1,4 @@
+// The app's one API client.
+import { ApiClient } from "./client";
+
+export const api = new ApiClient();

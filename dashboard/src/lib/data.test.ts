@@ -1,0 +1,266 @@
+// Charts, flush profiles, side-by-side comparisons, run progress, fields, drafts, fleet.
+import { describe, expect, it } from "vitest";
+import { Sample } from "../api/gen/tlbfleet/v1/common";
+import { Host, RunEvent, RunState } from "../api/gen/tlbfleet/v1/fleet";
+import { chartsFromReport, pointCount } from "./chart-data";
+import { sideBySide } from "./compare";
+import { clearDraft, draftApplies, loadDraft, saveDraft, type DraftStore } from "./draft";
+import { belongsTo, fieldId, firstInvalid, messagesFor } from "./fields";
+import { ceilingText, hostState, matchesHost } from "./fleet";
+import { buildFlushProfiles, bucketPercents, flushReasonName, seenBuckets } from "./flush";
+import { applyEvent, emptyProgress } from "./progress";
+import { backoffMs } from "./retry";
+import { REPORT } from "./testdata/report";
+
+describe("chartsFromReport", () => {
+  it("puts numeric sweep values in order, one series per arm with its band", () => {
+    const [chart] = chartsFromReport(REPORT);
+    expect(chart!.numericX).toBe(true);
+    expect(chart!.xs).toEqual([1, 2, 10]);
+    expect(chart!.stat).toBe("Hmean");
+    expect(chart!.series.map((s) => s.arm)).toEqual(["mmap", "malloc"]);
+    expect(chart!.series[0]!.y).toEqual([500, 1000, 2000]);
+    expect(chart!.series[1]!.y).toEqual([null, 2000, 1900]); // undefined at threads=1
+    expect(chart!.series[0]!.low).toEqual([400, 900, 1900]);
+    expect(chart!.series[0]!.high).toEqual([600, 1100, 2100]);
+    expect(pointCount(chart!)).toBe(5);
+  });
+});
+
+const flush = (
+  arm: string,
+  series: string,
+  value: number,
+  iteration = 1,
+  metric = "tlb_flush_events",
+) => Sample.fromJSON({ arm, series, value, iteration, metric, bootId: "b", paramValue: "2" });
+
+describe("buildFlushProfiles", () => {
+  const samples = [
+    flush("ceiling-1", "pages=-1", 400),
+    flush("ceiling-1", "reason=3", 400),
+    flush("ceiling-1", "total", 400),
+    flush("ceiling-512", "pages=65-128", 380, 1),
+    flush("ceiling-512", "pages=-1", 20, 2),
+    flush("ceiling-512", "reason=3", 400),
+    flush("ceiling-512", "", 3, 2, "tlb_flush_lost"),
+    Sample.fromJSON({ arm: "ceiling-1", metric: "records_per_sec", value: 9 }),
+  ];
+  it("sums events per arm by size and reason, in the arms' order", () => {
+    const p = buildFlushProfiles(samples, ["ceiling-512", "ceiling-1"]);
+    expect(p.map((x) => x.arm)).toEqual(["ceiling-512", "ceiling-1"]);
+    expect(p[0]!.total).toBe(400);
+    expect(p[0]!.iterations).toBe(2);
+    expect(p[0]!.lost).toBe(3);
+    expect([...p[1]!.reasons]).toEqual([[3, 400]]);
+    expect(seenBuckets(p)).toEqual(["-1", "65-128"]);
+    expect(bucketPercents(p[0]!, ["-1", "65-128"])).toEqual([5, 95]);
+    expect(flushReasonName(3)).toBe("local mm shootdown");
+    expect(flushReasonName(9)).toBe("reason 9");
+  });
+  it("is empty without the monitor's samples", () => {
+    expect(buildFlushProfiles([samples.at(-1)!], [])).toEqual([]);
+  });
+});
+
+describe("sideBySide", () => {
+  it("makes one column per run:arm with values and no % difference", () => {
+    const other = { ...REPORT, runId: "8", arms: ["mmap", "malloc"] };
+    const r = sideBySide([
+      { label: "7:malloc", report: REPORT, arm: "malloc" },
+      { label: "8", report: other, arm: "" },
+    ]);
+    expect(r.arms).toEqual(["7:malloc", "8:mmap", "8:malloc"]);
+    const hmean = r.groups[0]!.stats.find((s) => s.name === "Hmean")!;
+    expect(hmean.values).toEqual([2000, 1000, 2000]);
+    expect(hmean.pctDiff).toEqual([]);
+    expect(r.groups[0]!.n).toEqual([3, 3, 3]);
+  });
+});
+
+const event = (json: unknown) => RunEvent.fromJSON(json);
+
+describe("applyEvent", () => {
+  it("counts jobs per host, moves a lost job, and ends with the run's state", () => {
+    let p = emptyProgress();
+    p = applyEvent(
+      p,
+      event({
+        id: "1",
+        job: {
+          jobId: "1",
+          state: "JOB_STATE_RUNNING",
+          hostname: "a",
+          arm: "mmap",
+          paramName: "threads",
+          paramValue: "2",
+          iteration: 1,
+        },
+        jobs: { total: 4, running: 1, queued: 3 },
+      }),
+    );
+    expect(p.hosts[0]).toMatchObject({ host: "a", current: "mmap threads=2 iteration 1" });
+    p = applyEvent(
+      p,
+      event({
+        id: "2",
+        job: { jobId: "1", state: "JOB_STATE_QUEUED", hostname: "a", reason: "lease expired" },
+      }),
+    );
+    p = applyEvent(
+      p,
+      event({ id: "3", job: { jobId: "1", state: "JOB_STATE_RUNNING", hostname: "b" } }),
+    );
+    p = applyEvent(
+      p,
+      event({
+        id: "4",
+        job: {
+          jobId: "1",
+          state: "JOB_STATE_SUCCEEDED",
+          hostname: "b",
+          samples: "5",
+          elapsedSeconds: 1.5,
+        },
+        samples: "5",
+      }),
+    );
+    p = applyEvent(p, event({ id: "5", reboot: { kind: "KIND_REQUESTED", hostname: "b" } }));
+    p = applyEvent(
+      p,
+      event({
+        id: "6",
+        adaptive: { round: 2, decision: "add a boot", iterationsPerBoot: 3, boots: 3 },
+      }),
+    );
+    p = applyEvent(
+      p,
+      event({ id: "7", state: { state: "RUN_STATE_SUCCEEDED", reason: "every row settled" } }),
+    );
+    const a = p.hosts.find((h) => h.host === "a")!;
+    const b = p.hosts.find((h) => h.host === "b")!;
+    expect(a.counts).toMatchObject({ running: 0, requeued: 1 });
+    expect(b.counts).toMatchObject({ running: 0, succeeded: 1 });
+    expect(b.rebooting).toBe(true);
+    expect(p).toMatchObject({
+      samples: 5,
+      reboots: 1,
+      adaptiveRounds: 2,
+      state: RunState.RUN_STATE_SUCCEEDED,
+      reason: "every row settled",
+      lastEventId: 7,
+    });
+    expect(p.log.map((l) => l.text)).toEqual([
+      "a: started mmap threads=2 iteration 1",
+      "a: iteration 0 back in the queue: lease expired",
+      "b: started iteration 0",
+      "b: finished iteration 0, 5 samples in 1.5 s",
+      "b: reboot requested",
+      "adaptive round 2: add a boot (now 3 iterations × 3 boots)",
+      "run succeeded: every row settled",
+    ]);
+  });
+  it("does not modify the progress it was given", () => {
+    const p = emptyProgress();
+    applyEvent(
+      p,
+      event({ id: "1", job: { jobId: "1", state: "JOB_STATE_RUNNING", hostname: "a" } }),
+    );
+    expect(p.hosts).toEqual([]);
+  });
+});
+
+describe("fields", () => {
+  it("matches errors to the input that shows them", () => {
+    expect(belongsTo("arms[0].params.threads", "arms[0].params")).toBe(true);
+    expect(belongsTo("arms[0].paramsx", "arms[0].params")).toBe(false);
+    expect(belongsTo("sweep.threads[2]", "sweep.threads")).toBe(true);
+    const errors = { "arms[0].params.threads": "too big", "arms[0].params.mmap": "bad" };
+    expect(messagesFor(errors, "arms[0].params")).toBe("threads: too big; mmap: bad");
+    expect(firstInvalid(errors, ["name", "arms[0].name", "arms[0].params"])).toBe("arms[0].params");
+    expect(fieldId("arms[0].params")).toBe("f-arms_0_-params");
+  });
+});
+
+describe("draft", () => {
+  it("opens the draft unless the URL asks for another benchmark", () => {
+    const draft = { yaml: "name: x\nbenchmark: ebizzy\n", yamlOnly: false, savedMs: 1 };
+    expect(draftApplies(draft, undefined)).toBe(true);
+    expect(draftApplies(draft, "ebizzy")).toBe(true);
+    expect(draftApplies(draft, "netperf")).toBe(false);
+    expect(draftApplies({ ...draft, yaml: "benchmark: [" }, "netperf")).toBe(false);
+  });
+
+  it("keeps the YAML across a login, and survives broken storage", () => {
+    const map = new Map<string, string>();
+    const store: DraftStore = {
+      getItem: (k) => map.get(k) ?? null,
+      setItem: (k, v) => void map.set(k, v),
+      removeItem: (k) => void map.delete(k),
+    };
+    saveDraft(store, { yaml: "name: x\n", yamlOnly: false, savedMs: 1 });
+    expect(loadDraft(store)?.yaml).toBe("name: x\n");
+    clearDraft(store);
+    expect(loadDraft(store)).toBeUndefined();
+    map.set("tlbfleet.new-run.draft", "{not json");
+    expect(loadDraft(store)).toBeUndefined();
+    const broken: DraftStore = {
+      getItem: () => {
+        throw new Error("denied");
+      },
+      setItem: () => {
+        throw new Error("quota");
+      },
+      removeItem: () => undefined,
+    };
+    expect(() => saveDraft(broken, { yaml: "", yamlOnly: false, savedMs: 0 })).not.toThrow();
+    expect(loadDraft(broken)).toBeUndefined();
+  });
+});
+
+describe("fleet", () => {
+  const host = Host.fromJSON({
+    agentId: "ag1",
+    connected: true,
+    info: {
+      hostname: "lab1",
+      labels: { rack: "a", lab: "" },
+      cpu: { microarch: "IvyBridge" },
+      ceiling: {
+        readable: false,
+        writable: false,
+        reason: "kernel lockdown (integrity)",
+        lockdown: "integrity",
+      },
+    },
+  });
+  it("filters by labels and microarch, case-insensitively for the latter", () => {
+    expect(matchesHost(host, { label: "rack=a, lab", microarch: "ivybridge" })).toBe(true);
+    expect(matchesHost(host, { label: "rack=b", microarch: "" })).toBe(false);
+    expect(matchesHost(host, { label: "", microarch: "Haswell" })).toBe(false);
+  });
+  it("says why the ceiling is locked, and what the host does", () => {
+    expect(ceilingText(host)).toEqual({
+      text: "locked: kernel lockdown (integrity)",
+      writable: false,
+    });
+    const open = Host.fromJSON({
+      info: { ceiling: { writable: true, hasValue: true, value: "33" } },
+    });
+    expect(ceilingText(open)).toEqual({ text: "33 pages", writable: true });
+    expect(hostState(host).state).toBe("idle");
+    expect(hostState({ ...host, currentLease: "j4a1" })).toEqual({
+      state: "running",
+      detail: "lease j4a1",
+    });
+    expect(hostState({ ...host, connected: false }).state).toBe("lost");
+  });
+});
+
+describe("backoffMs", () => {
+  it("doubles up to its cap", () => {
+    expect([0, 1, 2, 3, 4, 5].map((n) => backoffMs(n, 2000))).toEqual([
+      0, 2000, 4000, 8000, 10000, 10000,
+    ]);
+  });
+});

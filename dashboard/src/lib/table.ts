@@ -1,0 +1,223 @@
+// A run's comparison (tlbfleet.v1.Report from GET /api/v1/runs/{id}/compare) as the
+// dashboard shows it: mmtests compare-kernels blocks (one per metric: a row per statistic and
+// sweep value, a column per arm, "value (±pct%)" with positive = better) and a verdict per
+// (sweep value, arm) with its interval, p, q, scope and test design (Report.Group.verdicts).
+// No statistic is computed here: every number comes from the controller's one comparison
+// function.
+import { Better, type Report, type Report_Group } from "../api/gen/tlbfleet/v1/common";
+import { formatP, formatPct, formatValue, sweepLabel } from "./format";
+
+export type VerdictKind = "baseline" | "better" | "worse" | "same" | "unknown";
+
+/** The verdict of one arm against the baseline in one row, as the report gives it. */
+export interface VerdictInfo {
+  kind: VerdictKind;
+  /** arm / baseline of the row's estimand, with its interval. */
+  ratio?: number;
+  low?: number;
+  high?: number;
+  /** Confidence level of the interval, e.g. 0.95. */
+  level?: number;
+  p?: number;
+  /** Benjamini–Hochberg adjusted p across the comparison's rows. */
+  q?: number;
+  /** "within-boot" (one boot per arm: speaks for that boot only) or "across-boots". */
+  scope?: string;
+  /** Boots per arm behind it. */
+  boots?: number;
+  /** How the test paired the arms: "paired-boots", "unpaired-iterations", ... */
+  design?: string;
+  notes?: string[];
+}
+
+export interface Cell {
+  value: string;
+  pct: string;
+  /** For colour: is the difference in the better or the worse direction. */
+  tone: "better" | "worse" | "none";
+  defined: boolean;
+}
+
+export interface StatRow {
+  stat: string;
+  sweep: string;
+  cells: Cell[];
+}
+
+export interface VerdictRow {
+  sweep: string;
+  arm: string;
+  verdict?: VerdictInfo;
+}
+
+export interface MetricBlock {
+  metric: string;
+  unit: string;
+  better: Better;
+  title: string;
+  arms: string[];
+  /** Samples per arm, per sweep value (the "n" of each row). */
+  n: { sweep: string; n: number[] }[];
+  rows: StatRow[];
+  verdicts: VerdictRow[];
+}
+
+/** The statistic a row's headline % refers to: Hmean if higher is better, else Amean. */
+export function headlineStat(better: Better): string {
+  return better === Better.BETTER_LOWER ? "Amean" : "Hmean";
+}
+
+export function metricTitle(metric: string, unit: string, better: Better): string {
+  const dir = better === Better.BETTER_LOWER ? "lower is better" : "higher is better";
+  return unit ? `${metric} (${unit}, ${dir})` : `${metric} (${dir})`;
+}
+
+function cell(group: Report_Group, statIndex: number, arm: number): Cell {
+  const stat = group.stats[statIndex]!;
+  const defined = stat.defined[arm] ?? stat.values[arm] !== undefined;
+  const value = stat.values[arm];
+  const pct = stat.pctDiff[arm];
+  const noPct = arm === 0 || stat.name === "Stddev" || stat.name === "CoeffVar";
+  return {
+    value: defined ? formatValue(value) : "—",
+    pct: noPct || !defined ? "" : formatPct(pct),
+    tone:
+      noPct || !defined || pct === undefined || Math.abs(pct) < 0.005
+        ? "none"
+        : pct > 0
+          ? "better"
+          : "worse",
+    defined,
+  };
+}
+
+const KINDS: readonly VerdictKind[] = ["baseline", "better", "worse", "same", "unknown"];
+
+/** The report's own verdict of (group, arm index): Report.Group.verdicts, by arm name. */
+export function reportVerdictOf(
+  report: Report,
+): (group: Report_Group, arm: number) => VerdictInfo | undefined {
+  return (group, arm) => {
+    const name = report.arms[arm];
+    const v = group.verdicts.find((x) => x.arm === name);
+    if (!v) return undefined;
+    return {
+      kind: (KINDS as readonly string[]).includes(v.verdict)
+        ? (v.verdict as VerdictKind)
+        : "unknown",
+      ratio: v.ratio,
+      low: v.ciLow,
+      high: v.ciHigh,
+      level: report.level || undefined,
+      p: v.p,
+      q: v.q,
+      scope: v.scope || undefined,
+      boots: group.boots[arm] || undefined,
+      design: v.design || undefined,
+      notes: v.notes,
+    };
+  };
+}
+
+/**
+ * Groups the report's rows by metric, in the report's order. `verdictOf` gives the verdict
+ * of (group, arm index); by default the report's own.
+ */
+export function buildBlocks(
+  report: Report,
+  verdictOf: (group: Report_Group, arm: number) => VerdictInfo | undefined = reportVerdictOf(
+    report,
+  ),
+): MetricBlock[] {
+  const blocks: MetricBlock[] = [];
+  for (const group of report.groups) {
+    let block = blocks.find((b) => b.metric === group.metric);
+    if (!block) {
+      block = {
+        metric: group.metric,
+        unit: group.unit,
+        better: group.better,
+        title: metricTitle(group.metric, group.unit, group.better),
+        arms: report.arms,
+        n: [],
+        rows: [],
+        verdicts: [],
+      };
+      blocks.push(block);
+    }
+    const sweep = sweepLabel(group.paramName, group.paramValue);
+    block.n.push({ sweep, n: group.n });
+    group.stats.forEach((stat, i) => {
+      block.rows.push({
+        stat: stat.name,
+        sweep,
+        cells: report.arms.map((_, arm) => cell(group, i, arm)),
+      });
+    });
+    report.arms.forEach((arm, i) => {
+      if (i === 0) return;
+      block.verdicts.push({ sweep, arm, verdict: verdictOf(group, i) });
+    });
+  }
+  return blocks;
+}
+
+/** A ratio as a signed % change where positive = better (mmtests' sign convention). */
+export function ratioAsBetterPct(ratio: number, better: Better): number {
+  return better === Better.BETTER_LOWER ? (1 - ratio) * 100 : (ratio - 1) * 100;
+}
+
+export interface VerdictText {
+  label: string;
+  /** "+3.21% [+1.10%, +5.40%] (95%)": the change with its interval, positive = better. */
+  interval: string;
+  p: string;
+  q: string;
+  scope: string;
+  /** One sentence for a tooltip or a screen reader. */
+  sentence: string;
+}
+
+export function scopeText(scope: string | undefined, boots?: number): string {
+  if (!scope) return "—";
+  if (scope === "within-boot") return "within one boot";
+  if (scope === "across-boots") return boots ? `across ${boots} boots` : "across boots";
+  return scope;
+}
+
+export function formatVerdict(v: VerdictInfo | undefined, better: Better): VerdictText {
+  if (!v) {
+    return {
+      label: "—",
+      interval: "—",
+      p: "—",
+      q: "—",
+      scope: "—",
+      sentence: "no verdict in this report",
+    };
+  }
+  let interval = "—";
+  if (v.ratio !== undefined) {
+    const mid = formatPct(ratioAsBetterPct(v.ratio, better));
+    if (v.low !== undefined && v.high !== undefined) {
+      // For lower-is-better the ratio's upper bound is the change's lower bound.
+      const a = ratioAsBetterPct(v.low, better);
+      const b = ratioAsBetterPct(v.high, better);
+      const level = v.level ? ` (${Math.round(v.level * 100)}%)` : "";
+      interval = `${mid} [${formatPct(Math.min(a, b))}, ${formatPct(Math.max(a, b))}]${level}`;
+    } else interval = mid;
+  }
+  const scope = `${scopeText(v.scope, v.boots)}${v.design ? `, ${v.design.replace("-", " ")}` : ""}`;
+  const sentence =
+    v.kind === "unknown"
+      ? `can't tell yet (${interval}, ${scope})`
+      : `${v.kind} (${interval}, p ${formatP(v.p)}, q ${formatP(v.q)}, ${scope})`;
+  return {
+    label: v.kind === "unknown" ? "can't tell" : v.kind,
+    interval,
+    p: formatP(v.p),
+    q: formatP(v.q),
+    scope,
+    sentence,
+  };
+}

@@ -1,0 +1,49 @@
+// A comparison as GET /api/v1/runs/{id}/compare answers it (Report in the JSON mapping):
+// two arms, a thread sweep, one higher-is-better metric.
+import { Report } from "../../api/gen/tlbfleet/v1/common";
+
+const stats = (min: number[], hmean: number[], pct: number[], max: number[]) => [
+  { name: "Min", values: min, pctDiff: [0, 0], defined: [true, true] },
+  { name: "Hmean", values: hmean, pctDiff: pct, defined: [true, true] },
+  { name: "Stddev", values: [10, 12], pctDiff: [0, 0], defined: [true, true] },
+  { name: "Max", values: max, pctDiff: [0, 0], defined: [true, true] },
+];
+
+export const REPORT = Report.fromJSON({
+  runId: "7",
+  title: "ebizzy-mmap-vs-malloc",
+  arms: ["mmap", "malloc"],
+  groups: [
+    {
+      metric: "records_per_sec",
+      unit: "records/s",
+      better: "BETTER_HIGHER",
+      paramName: "threads",
+      paramValue: "2",
+      n: [3, 3],
+      stats: stats([900, 1800], [1000, 2000], [0, 100], [1100, 2200]),
+    },
+    {
+      metric: "records_per_sec",
+      unit: "records/s",
+      better: "BETTER_HIGHER",
+      paramName: "threads",
+      paramValue: "10",
+      n: [3, 3],
+      stats: stats([1900, 1700], [2000, 1900], [0, -5], [2100, 2000]),
+    },
+    {
+      metric: "records_per_sec",
+      unit: "records/s",
+      better: "BETTER_HIGHER",
+      paramName: "threads",
+      paramValue: "1",
+      n: [3, 2],
+      stats: [
+        { name: "Min", values: [400, 0], pctDiff: [0, 0], defined: [true, false] },
+        { name: "Hmean", values: [500, 0], pctDiff: [0, 0], defined: [true, false] },
+        { name: "Max", values: [600, 0], pctDiff: [0, 0], defined: [true, false] },
+      ],
+    },
+  ],
+});

@@ -1,0 +1,297 @@
+// Run: live progress over SSE while it runs, then the mmtests table, the charts, the verdicts,
+// the flush profile per arm and the raw samples as CSV. Cancel for operators.
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { api } from "../api";
+import { ApiError } from "../api/errors";
+import type { Run } from "../api/gen/tlbfleet/v1/fleet";
+import { isTerminal, RunEventStream, type StreamStatus } from "../api/sse";
+import { MetricChartView } from "../components/Chart";
+import { ComparisonBlock } from "../components/ComparisonTable";
+import { ErrorView, Loading, Section, StateBadge } from "../components/common";
+import { FlushProfileView } from "../components/FlushProfile";
+import { Link } from "../components/Link";
+import { setQuery, useResource, useSession, useTitle, type Location } from "../hooks";
+import { chartsFromReport } from "../lib/chart-data";
+import { resultsCsv } from "../lib/csv";
+import { buildFlushProfiles } from "../lib/flush";
+import { formatDuration, formatUnixTime } from "../lib/format";
+import { applyEvent, emptyProgress, type Progress } from "../lib/progress";
+import { buildBlocks } from "../lib/table";
+
+function useRunProgress(runId: string, run: Run | undefined, onEnd: () => void) {
+  const [progress, setProgress] = useState<Progress>(emptyProgress);
+  const [status, setStatus] = useState<StreamStatus>({ kind: "connecting" });
+  const live = run !== undefined && !isTerminal(run.state);
+  useEffect(() => {
+    if (!live) return;
+    const stream = new RunEventStream(
+      api,
+      runId,
+      {
+        onEvent: (e) => setProgress((p) => applyEvent(p, e)),
+        onStatus: (s) => {
+          setStatus(s);
+          if (s.kind === "ended") onEnd();
+        },
+      },
+      { runEnded: async () => isTerminal((await api.getRun(runId)).state) },
+    );
+    void stream.run();
+    return () => stream.close();
+  }, [runId, live, onEnd]);
+  return { progress, status, live };
+}
+
+function JobBar({ run, progress }: { run: Run; progress: Progress }) {
+  const jobs = progress.jobs ?? run.jobs;
+  if (!jobs || jobs.total === 0)
+    return <p class="muted">No jobs yet (they appear when a host takes the run).</p>;
+  const done = jobs.succeeded + jobs.failed + jobs.cancelled;
+  return (
+    <div>
+      <progress max={jobs.total} value={done} aria-label="jobs done" data-testid="job-progress" />
+      <span data-testid="job-counts">
+        {" "}
+        {done} of {jobs.total} jobs done · {jobs.running} running · {jobs.queued} queued
+        {jobs.failed > 0 && ` · ${jobs.failed} failed`}
+      </span>
+    </div>
+  );
+}
+
+function LivePanel({ progress, status }: { progress: Progress; status: StreamStatus }) {
+  const statusText =
+    status.kind === "live"
+      ? "live"
+      : status.kind === "retrying"
+        ? `reconnecting in ${Math.round(status.inMs / 1000)} s (${status.reason})`
+        : status.kind === "failed"
+          ? `stopped: ${status.error.message}`
+          : status.kind;
+  return (
+    <Section title="Progress" id="progress">
+      <p class="muted small" data-testid="stream-status">
+        Event stream: {statusText} · {progress.samples.toLocaleString("en")} samples ·{" "}
+        {progress.reboots} reboots · {progress.adaptiveRounds} adaptive rounds
+      </p>
+      {progress.hosts.length > 0 && (
+        <table class="data">
+          <caption>Jobs per host</caption>
+          <thead>
+            <tr>
+              <th scope="col">host</th>
+              <th scope="col">now</th>
+              <th scope="col" class="num">
+                running
+              </th>
+              <th scope="col" class="num">
+                succeeded
+              </th>
+              <th scope="col" class="num">
+                failed
+              </th>
+              <th scope="col" class="num">
+                cancelled
+              </th>
+              <th scope="col" class="num">
+                lost leases
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {progress.hosts.map((h) => (
+              <tr key={h.host}>
+                <th scope="row">{h.host}</th>
+                <td>{h.rebooting ? "rebooting" : h.current || "idle"}</td>
+                <td class="num">{h.counts.running}</td>
+                <td class="num">{h.counts.succeeded}</td>
+                <td class="num">{h.counts.failed}</td>
+                <td class="num">{h.counts.cancelled}</td>
+                <td class="num">{h.counts.requeued}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <ol class="log" aria-live="polite" aria-label="Run events" data-testid="event-log">
+        {progress.log.slice(-15).map((l) => (
+          <li key={l.id} class={`tone-${l.tone}`}>
+            <time>{new Date(l.timeMs).toISOString().slice(11, 19)}</time> {l.text}
+          </li>
+        ))}
+      </ol>
+    </Section>
+  );
+}
+
+function Results({ run, location }: { run: Run; location: Location }) {
+  const baseline = location.query.get("baseline") ?? "";
+  const compare = useResource(`compare/${run.id}/${baseline}`, (s) =>
+    api.compare(run.id, baseline, s),
+  );
+  const results = useResource(`results/${run.id}`, (s) => api.results(run.id, s));
+  const report = compare.data?.report;
+  const blocks = useMemo(() => (report ? buildBlocks(report) : []), [report]);
+  const charts = useMemo(() => (report ? chartsFromReport(report) : []), [report]);
+  const samples = results.data?.samples;
+  const armOrder = report?.arms ?? run.spec?.arms.map((a) => a.name) ?? [];
+  const profiles = useMemo(
+    () => (samples ? buildFlushProfiles(samples, armOrder) : []),
+    [samples, armOrder],
+  );
+  const csvUrl = useMemo(
+    () =>
+      samples ? URL.createObjectURL(new Blob([resultsCsv(samples)], { type: "text/csv" })) : "",
+    [samples],
+  );
+  useEffect(() => () => csvUrl && URL.revokeObjectURL(csvUrl), [csvUrl]);
+  const arms = run.spec?.arms.map((a) => a.name) ?? [];
+
+  return (
+    <>
+      <Section title="Comparison" id="comparison">
+        {arms.length > 1 && (
+          <label>
+            Baseline{" "}
+            <select
+              value={baseline || arms[0]}
+              onChange={(e) => {
+                const q = new URLSearchParams(location.query);
+                if (e.currentTarget.value === arms[0]) q.delete("baseline");
+                else q.set("baseline", e.currentTarget.value);
+                setQuery(q);
+              }}
+            >
+              {arms.map((a) => (
+                <option key={a}>{a}</option>
+              ))}
+            </select>
+          </label>
+        )}
+        {compare.error && <ErrorView error={compare.error} what="The comparison" />}
+        {!compare.data && !compare.error && <Loading what="the comparison" />}
+        {blocks.map((b) => (
+          <ComparisonBlock key={b.metric} block={b} />
+        ))}
+        {compare.data?.text && (
+          <details>
+            <summary>As text (tlbfleet compare)</summary>
+            <pre class="text-report">{compare.data.text}</pre>
+          </details>
+        )}
+      </Section>
+      <Section title="Charts" id="charts">
+        <div class="charts">
+          {charts.map((c) => (
+            <MetricChartView key={c.metric} chart={c} />
+          ))}
+        </div>
+      </Section>
+      <Section title="TLB flush profile" id="flush">
+        {results.error && <ErrorView error={results.error} what="The samples" />}
+        {samples && <FlushProfileView profiles={profiles} />}
+      </Section>
+      <Section title="Raw samples" id="samples">
+        {samples ? (
+          <p>
+            <a href={csvUrl} download={`run-${run.id}-samples.csv`} data-testid="csv-download">
+              Download {samples.length.toLocaleString("en")} samples as CSV
+            </a>{" "}
+            <span class="muted">
+              (the same file as <code>tlbfleet results {run.id}</code>)
+            </span>
+          </p>
+        ) : (
+          <Loading what="samples" />
+        )}
+      </Section>
+    </>
+  );
+}
+
+export function RunPage({ runId, location }: { runId: string; location: Location }) {
+  const session = useSession();
+  const run = useResource(`run/${runId}`, (signal) => api.getRun(runId, signal));
+  const { progress, status, live } = useRunProgress(runId, run.data, run.reload);
+  const [cancelError, setCancelError] = useState("");
+  useTitle(run.data?.spec?.name ? `Run ${runId} ${run.data.spec.name}` : `Run ${runId}`);
+
+  if (run.error && !run.data) return <ErrorView error={run.error} what={`Run ${runId}`} />;
+  if (!run.data) return <Loading what={`run ${runId}`} />;
+  const r = run.data;
+  const state = progress.state !== undefined && live ? progress.state : r.state;
+  const cancel = async () => {
+    if (!window.confirm(`Cancel run ${r.id}? Queued jobs will not run.`)) return;
+    setCancelError("");
+    try {
+      await api.cancelRun(r.id);
+      run.reload();
+    } catch (e) {
+      setCancelError(e instanceof ApiError ? e.message : String(e));
+    }
+  };
+
+  return (
+    <>
+      <h1>
+        Run {r.id}: {r.spec?.name} <StateBadge state={state} />
+      </h1>
+      <dl class="facts">
+        <dt>benchmark</dt>
+        <dd>{r.spec?.benchmark}</dd>
+        <dt>arms</dt>
+        <dd>
+          {r.spec?.arms
+            .map((a) => (a.ceiling ? `${a.name} (ceiling ${a.ceiling})` : a.name))
+            .join(", ")}
+        </dd>
+        <dt>created</dt>
+        <dd>{formatUnixTime(r.createdUnix)}</dd>
+        {r.finishedUnix > 0 && (
+          <>
+            <dt>finished</dt>
+            <dd>
+              {formatUnixTime(r.finishedUnix)} ({formatDuration(r.finishedUnix - r.createdUnix)})
+            </dd>
+          </>
+        )}
+        <dt>plan</dt>
+        <dd>
+          {r.iterationsPerBoot} iterations × {r.boots || 1} boots
+          {r.adaptiveRounds > 0 && `, ${r.adaptiveRounds} adaptive rounds`}
+        </dd>
+        {(r.stopReason || progress.reason) && (
+          <>
+            <dt>why it stopped</dt>
+            <dd data-testid="stop-reason">{r.stopReason || progress.reason}</dd>
+          </>
+        )}
+        {r.error && (
+          <>
+            <dt>error</dt>
+            <dd class="error">{r.error}</dd>
+          </>
+        )}
+      </dl>
+      <JobBar run={r} progress={progress} />
+      {session.canOperate && !isTerminal(state) && (
+        <p>
+          <button type="button" class="danger" onClick={cancel} data-testid="cancel-run">
+            Cancel run
+          </button>
+          {cancelError && (
+            <span class="field-error" role="alert">
+              {" "}
+              {cancelError}
+            </span>
+          )}
+        </p>
+      )}
+      <p>
+        <Link href={`/compare?a=${encodeURIComponent(r.id)}`}>Compare with another run…</Link>
+      </p>
+      {live && <LivePanel progress={progress} status={status} />}
+      {!live && <Results run={r} location={location} />}
+    </>
+  );
+}
