@@ -62,6 +62,13 @@ add_custom_command(
   COMMENT "dashboard: types, type check, lint, vite build -> ${TLBFLEET_DASHBOARD_DIST}"
   VERBATIM)
 add_custom_target(dashboard ALL DEPENDS ${TLBFLEET_DASHBOARD_DIST}/index.html)
+install(DIRECTORY ${TLBFLEET_DASHBOARD_DIST}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tlbfleet/dashboard)
+
+# From a clean prefix: cmake --install, then the installed controller serves the installed
+# dashboard at / with no flag (tests/install/install_test.sh).
+add_test(NAME install_serves_dashboard
+         COMMAND ${CMAKE_SOURCE_DIR}/tests/install/install_test.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(install_serves_dashboard PROPERTIES LABELS integration TIMEOUT 120)
 
 add_test(NAME dashboard_unit COMMAND ${TLBFLEET_NPM} test --silent
          WORKING_DIRECTORY ${TLBFLEET_DASHBOARD_SRC})

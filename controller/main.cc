@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/config/yaml_config.h"
 #include "common/files.h"
 #include "common/grpc_keepalive.h"
@@ -256,12 +257,14 @@ int RunDaemon(const DaemonOptions& o) {
   spdlog::info("tlbfleet-controller {} listening: grpc {}:{} http {}:{} db {} lease {} s",
                tlbfleet::kVersion, grpc_addr->first, grpc_port, http_addr->first, (*http)->port(),
                o.db_path, o.lease_seconds);
-  spdlog::info("dashboard: {}", files.root().empty() ? absl::StrCat("none (no directory ",
-                                                                    o.dashboard_dir.empty()
-                                                                        ? api::DefaultDashboardDir()
-                                                                        : o.dashboard_dir,
-                                                                    ")")
-                                                     : files.root());
+  spdlog::info("dashboard: {}",
+               files.root().empty()
+                   ? absl::StrCat("none (no index.html in ",
+                                  o.dashboard_dir.empty()
+                                      ? absl::StrJoin(api::DefaultDashboardDirs(), " or ")
+                                      : o.dashboard_dir,
+                                  ")")
+                   : files.root());
   WarnAboutAuthentication(auth, loopback_only);
   if (!o.tls.enabled()) {
     if (!loopback_only) {
@@ -321,7 +324,8 @@ int main(int argc, char** argv) {
   app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
       ->capture_default_str();
   app.add_option("--dashboard-dir", o.dashboard_dir,
-                 "built dashboard to serve at / (default: <binary's dir>/../dashboard/dist)");
+                 "built dashboard to serve at / (default: <binary's dir>/../dashboard/dist, "
+                 "else <binary's dir>/../share/tlbfleet/dashboard)");
   app.add_option("--tls-cert", o.tls.cert, "TLS certificate chain (PEM) for both listeners");
   app.add_option("--tls-key", o.tls.key, "its private key (PEM)");
   app.add_option("--tls-client-ca", o.tls.client_ca,

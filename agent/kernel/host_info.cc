@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/flush_profile.h"
 #include "agent/kernel/microarch.h"
@@ -73,6 +74,20 @@ void MergeCpuid(const v1::CpuInfo& c, v1::CpuInfo& cpu) {
   cpu.set_from_cpuid(true);
 }
 
+std::optional<int64_t> ParseBootTime(std::string_view proc_stat) {
+  // Debian's Abseil has its own string_view.
+  const absl::string_view text(proc_stat.data(), proc_stat.size());
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "btime ")) continue;
+    int64_t seconds = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &seconds) && seconds > 0) {
+      return seconds;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
                                              const std::map<std::string, std::string>& labels,
                                              const CpuidSource* cpuid) {
@@ -110,6 +125,9 @@ absl::StatusOr<v1::HostInfo> CollectHostInfo(const Sysroot& sysroot,
     if (std::optional<v1::CpuInfo> decoded = DecodeCpuid(*cpuid)) {
       MergeCpuid(*decoded, *host.mutable_cpu());
     }
+  }
+  if (absl::StatusOr<std::string> stat = sysroot.Read("/proc/stat"); stat.ok()) {
+    if (std::optional<int64_t> btime = ParseBootTime(*stat)) host.set_boot_time_unix(*btime);
   }
   FillCpuTopology(sysroot, &host);
   *host.mutable_ceiling() = ProbeCeiling(sysroot);

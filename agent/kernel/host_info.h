@@ -1,7 +1,9 @@
 #pragma once
 // What the agent tells the controller about its host (v1::HostInfo), read through a Sysroot.
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,10 @@ struct CpuInfoText {
 // INVALID_ARGUMENT if there is no processor entry or the first one lacks vendor_id,
 // cpu family or model.
 absl::StatusOr<CpuInfoText> ParseCpuInfo(std::string_view text);
+
+// The `btime` line of /proc/stat: when this boot started, in seconds since the epoch;
+// nullopt when the text has none.
+std::optional<int64_t> ParseBootTime(std::string_view proc_stat);
 
 // Reads hostname, machine-id, kernel release, cmdline, boot_id, the CPU and the ceiling state.
 // Fails (with the path in the message) if a file every Linux host has cannot be read:

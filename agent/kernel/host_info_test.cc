@@ -1,5 +1,7 @@
 #include "agent/kernel/host_info.h"
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "agent/kernel/fake_sysroot_for_test.h"
 #include "common/version.h"
 #include "gtest/gtest.h"
@@ -53,6 +55,14 @@ void LayOutHost(const FakeSysroot& root, const char* cpuinfo) {
   root.WriteFile("/proc/sys/kernel/random/boot_id", "b0822109-c1dc-45cc-a324-f22d145f28c6\n");
   root.WriteFile("/proc/cpuinfo", cpuinfo);
   root.WriteFile("/proc/mounts", "sysfs /sys sysfs rw 0 0\n");
+  root.WriteFile("/proc/stat", "cpu  10 0 5 100 0 0 0 0 0 0\nbtime 1764576000\n");
+}
+
+TEST(HostInfoTest, BootTimeFromProcStat) {
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3\nintr 5\nbtime 1764576000\nprocesses 9\n"),
+            std::optional<int64_t>(1764576000));
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3\nprocesses 9\n"), std::nullopt);
+  EXPECT_EQ(ParseBootTime("btime x\n"), std::nullopt);
 }
 
 TEST(HostInfoTest, IvyBridgeFromFakeSysroot) {
@@ -68,6 +78,7 @@ TEST(HostInfoTest, IvyBridgeFromFakeSysroot) {
   EXPECT_EQ(host->kernel_release(), "6.1.0-57-amd64");
   EXPECT_EQ(host->kernel_cmdline(), "BOOT_IMAGE=/vmlinuz root=/dev/sda1 pti=on");
   EXPECT_EQ(host->boot_id(), "b0822109-c1dc-45cc-a324-f22d145f28c6");
+  EXPECT_EQ(host->boot_time_unix(), 1764576000);
   EXPECT_EQ(host->cpu().vendor(), "GenuineIntel");
   EXPECT_EQ(host->cpu().family(), 6u);
   EXPECT_EQ(host->cpu().model(), 0x3Au);
@@ -144,6 +155,9 @@ TEST(HostInfoTest, RealHostParses) {
   EXPECT_FALSE(host->boot_id().empty());
   EXPECT_GE(host->logical_cpus(), 1u);
   EXPECT_FALSE(host->cpu().vendor().empty());
+  // This boot started in the past, and after 2020.
+  EXPECT_GT(host->boot_time_unix(), 1577836800);
+  EXPECT_LE(host->boot_time_unix(), absl::ToUnixSeconds(absl::Now()));
 }
 
 }  // namespace

@@ -61,11 +61,22 @@ std::string ContentTypeFor(const std::string& file_name) {
   return it == kTypes->end() ? "application/octet-stream" : it->second;
 }
 
-std::string DefaultDashboardDir() {
+std::vector<std::string> DefaultDashboardDirs() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "dashboard/dist";
-  return (exe.parent_path().parent_path() / "dashboard" / "dist").string();
+  if (ec) return {"dashboard/dist"};
+  const fs::path prefix = exe.parent_path().parent_path();
+  return {(prefix / "dashboard" / "dist").string(),
+          (prefix / "share" / "tlbfleet" / "dashboard").string()};
+}
+
+std::string DefaultDashboardDir() {
+  const std::vector<std::string> candidates = DefaultDashboardDirs();
+  for (const std::string& dir : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(fs::path(dir) / "index.html", ec)) return dir;
+  }
+  return candidates.front();
 }
 
 StaticFiles::StaticFiles(std::string root) : configured_(std::move(root)) {

@@ -10,6 +10,7 @@
 // own files: no inline script or style, no other origin.
 
 #include <string>
+#include <vector>
 
 #include "controller/api/http_types.h"
 
@@ -32,7 +33,11 @@ class StaticFiles {
   std::string configured_;
 };
 
-// <directory of /proc/self/exe>/../dashboard/dist
+// Where a controller finds the dashboard without --dashboard-dir, in order: built next to it
+// (<dir of /proc/self/exe>/../dashboard/dist, the build tree) and installed beside it
+// (<dir>/../share/tlbfleet/dashboard, `cmake --install`).
+std::vector<std::string> DefaultDashboardDirs();
+// The first of those that holds an index.html; the first when none does.
 std::string DefaultDashboardDir();
 
 // The Content-Type for a file name, by extension.

@@ -235,6 +235,17 @@ std::string DegradedOr(const tlbfleet::v1::HostInfo& info, std::string cell) {
 
 }  // namespace
 
+namespace {
+
+// "yes" / "no", and whether the host is on its way through a reboot the controller asked for
+// (away, or still on the boot it was asked to leave): such a host is not lost.
+std::string ConnectedCell(const tlbfleet::v1::Host& host) {
+  if (!host.rebooting()) return host.connected() ? "yes" : "no";
+  return host.connected() ? "yes, rebooting" : "rebooting";
+}
+
+}  // namespace
+
 std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
   std::vector<std::string> header = {"HOSTNAME", "AGENT",   "MICROARCH", "CPUS",
                                      "KERNEL",   "CEILING", "CONNECTED", "LEASE"};
@@ -262,11 +273,14 @@ std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts) {
   table.SetAlign(3, TextTable::Align::kRight);
   for (const auto& host : hosts.hosts()) {
     const auto& info = host.info();
-    std::vector<std::string> row = {
-        OrDash(info.hostname()),         OrDash(ShortAgentId(host.agent_id())),
-        OrDash(info.cpu().microarch()),  std::to_string(info.logical_cpus()),
-        OrDash(info.kernel_release()),   DegradedOr(info, CeilingCell(info.ceiling())),
-        host.connected() ? "yes" : "no", OrDash(host.current_lease())};
+    std::vector<std::string> row = {OrDash(info.hostname()),
+                                    OrDash(ShortAgentId(host.agent_id())),
+                                    OrDash(info.cpu().microarch()),
+                                    std::to_string(info.logical_cpus()),
+                                    OrDash(info.kernel_release()),
+                                    DegradedOr(info, CeilingCell(info.ceiling())),
+                                    ConnectedCell(host),
+                                    OrDash(host.current_lease())};
     if (reboots) row.push_back(info.can_reboot() ? "yes" : "no");
     if (netservers) row.push_back(OrDash(info.netserver()));
     if (degraded) row.push_back(OrDash(info.ceiling_degraded_reason()));

@@ -173,6 +173,25 @@ TEST(FormatHostsTableTest, LockedDownHost) {
             "(integrity)  no         -\n");
 }
 
+TEST(FormatHostsTableTest, AHostAskedToRebootIsRebootingNotLost) {
+  tlbfleet::v1::ListHostsResponse hosts;
+  for (bool connected : {true, false}) {
+    auto* h = hosts.add_hosts();
+    h->set_agent_id(connected ? "aaaaaaaa" : "bbbbbbbb");
+    h->set_connected(connected);
+    h->set_rebooting(true);
+    h->set_rebooting_for_run("7");
+    h->mutable_info()->set_hostname(connected ? "going" : "away");
+  }
+  auto* lost = hosts.add_hosts();
+  lost->set_agent_id("cccccccc");
+  lost->mutable_info()->set_hostname("lost");
+  const std::string table = FormatHostsTable(hosts);
+  EXPECT_THAT(table, HasSubstr("yes, rebooting"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("away +bbbbbbbb .* rebooting "));
+  EXPECT_THAT(table, ::testing::ContainsRegex("lost +cccccccc .* no "));
+}
+
 // A host whose restore failed: the ceiling it holds now, flagged, and why in its own column.
 TEST(FormatHostsTableTest, DegradedHost) {
   tlbfleet::v1::ListHostsResponse hosts;

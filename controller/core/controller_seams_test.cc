@@ -260,6 +260,45 @@ TEST_F(ControllerSeamsTest, ExpiredLeasesAndRebootsAreStoredAndHeard) {
             (std::vector<std::string>{"KIND_REQUESTED boot-A>", "KIND_COMPLETED boot-A>boot-B"}));
 }
 
+// What the Fleet page shows of a host: the job it runs (run, job, benchmark, arm,
+// iteration), then "rebooting" from the request until it is back on a new boot, with the
+// lease gone once its job completed.
+TEST_F(ControllerSeamsTest, HostsSayWhichJobTheyRunAndWhetherTheyAreRebooting) {
+  FakeChannel first;
+  ASSERT_TRUE(controller_->Register(&first, Hello("a1", "boot-A")).ok());
+  const std::string run = Submit(kTwoBoots);
+  Idle(first);
+  ASSERT_EQ(first.Count(v1::ControllerMessage::kAssignment), 1);
+  const v1::JobAssignment a = *first.LastAssignment();
+  v1::Host host = controller_->ListHosts()->hosts(0);
+  EXPECT_TRUE(host.connected());
+  EXPECT_EQ(host.current_lease(), a.lease_id());
+  EXPECT_EQ(host.current_run_id(), run);
+  EXPECT_EQ(host.current_job_id(), absl::StrCat(a.job_id()));
+  EXPECT_EQ(host.current_benchmark(), "pipetest");
+  EXPECT_EQ(host.current_arm(), "a");
+  EXPECT_EQ(host.current_iteration(), 1u);
+  EXPECT_FALSE(host.rebooting());
+
+  CompleteLast(first);  // boot 0 done: a reboot is asked for
+  ASSERT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
+  host = controller_->ListHosts()->hosts(0);
+  EXPECT_TRUE(host.rebooting());
+  EXPECT_EQ(host.rebooting_for_run(), run);
+  EXPECT_TRUE(host.current_run_id().empty()) << host.ShortDebugString();
+  controller_->Unregister(&first);
+  host = controller_->ListHosts()->hosts(0);
+  EXPECT_FALSE(host.connected());
+  EXPECT_TRUE(host.rebooting()) << "away, but asked to reboot: not lost yet";
+
+  FakeChannel second;
+  ASSERT_TRUE(controller_->Register(&second, Hello("a1", "boot-B")).ok());
+  host = controller_->ListHosts()->hosts(0);
+  EXPECT_TRUE(host.connected());
+  EXPECT_FALSE(host.rebooting()) << host.ShortDebugString();
+  EXPECT_TRUE(host.rebooting_for_run().empty());
+}
+
 TEST_F(ControllerSeamsTest, SnapshotCountsAgentsRunsJobsAndTheQueue) {
   FakeChannel connecting, idle, running, locked, gone;
   ASSERT_TRUE(controller_->Register(&gone, Hello("gone")).ok());

@@ -101,6 +101,18 @@ absl::StatusOr<v1::ListHostsResponse> Controller::ListHosts() {
       out->set_connected(true);
       out->set_current_lease(s->lease_id);
     }
+    if (!h.lease_id.empty()) {
+      if (out->current_lease().empty()) out->set_current_lease(h.lease_id);
+      out->set_current_run_id(h.lease_run_id);
+      out->set_current_job_id(h.lease_job_id);
+      out->set_current_benchmark(h.lease_benchmark);
+      out->set_current_arm(h.lease_arm);
+      out->set_current_iteration(static_cast<uint32_t>(h.lease_iteration));
+    }
+    if (std::optional<store::RebootRecord> reboot = reboots_.Get(h.agent_id); reboot.has_value()) {
+      out->set_rebooting(true);
+      out->set_rebooting_for_run(reboot->run_id);
+    }
   }
   return response;
 }

@@ -45,6 +45,10 @@ constexpr RowDef kRows[] = {
     {"CoeffVar", Shows::kAlways, PctSense::kSpread,
      [](const stats::Summary& s) { return s.coeffvar; }},
     {"Max", Shows::kAlways, PctSense::kMetric, [](const stats::Summary& s) { return s.max; }},
+    {"BAmean-99", Shows::kAlways, PctSense::kMetric,
+     [](const stats::Summary& s) { return s.bamean99; }},
+    {"BAmean-95", Shows::kAlways, PctSense::kMetric,
+     [](const stats::Summary& s) { return s.bamean95; }},
 };
 
 bool RowShows(const RowDef& row, bool higher_is_better) {
@@ -104,6 +108,17 @@ v1::Report::Verdict BuildVerdict(const ArmResult& arm) {
   return v;
 }
 
+v1::Report::Variance BuildVariance(const stats::VarianceComponents& c) {
+  v1::Report::Variance v;
+  v.set_boots(static_cast<uint32_t>(c.boots));
+  v.set_iterations(c.iterations);
+  if (c.within) v.set_within(*c.within);
+  if (c.between) v.set_between(*c.between);
+  if (c.between_share) v.set_between_share(*c.between_share);
+  v.set_why_undefined(c.why_undefined);
+  return v;
+}
+
 // Whether pct_diff[i] means something (see BuildStat): both values defined, and a zero
 // baseline only against a zero value.
 bool PctDefined(const v1::Report::Stat& stat, int i) {
@@ -130,6 +145,7 @@ v1::Report ReportFromComparison(const Comparison& comparison) {
     for (const ArmResult& arm : g.arms) {
       group->add_n(static_cast<uint32_t>(arm.n));
       group->add_boots(static_cast<uint32_t>(arm.boots));
+      *group->add_variance() = BuildVariance(arm.variance);
     }
     for (const RowDef& row : kRows) {
       if (RowShows(row, higher)) *group->add_stats() = BuildStat(row, g.arms, higher);

@@ -64,7 +64,8 @@ TEST(BuildReportTest, HigherIsBetterRowsValuesAndPercentages) {
   EXPECT_EQ(g.param_name(), "threads");
   EXPECT_EQ(g.param_value(), "1");
   EXPECT_THAT(g.n(), ElementsAre(2u, 2u));
-  EXPECT_THAT(StatNames(g), ElementsAre("Min", "Hmean", "Stddev", "CoeffVar", "Max"));
+  EXPECT_THAT(StatNames(g),
+              ElementsAre("Min", "Hmean", "Stddev", "CoeffVar", "Max", "BAmean-99", "BAmean-95"));
 
   const v1::Report::Stat& min = FindStat(g, "Min");
   EXPECT_THAT(min.values(), ElementsAre(100, 150));
@@ -90,6 +91,48 @@ TEST(BuildReportTest, HigherIsBetterRowsValuesAndPercentages) {
   const v1::Report::Stat& max = FindStat(g, "Max");
   EXPECT_THAT(max.values(), ElementsAre(300, 450));
   EXPECT_NEAR(max.pct_diff(1), 50, kTolerance);
+
+  // mmtests' BAmean of two samples is the best one: the higher here.
+  for (const char* row : {"BAmean-99", "BAmean-95"}) {
+    const v1::Report::Stat& bamean = FindStat(g, row);
+    EXPECT_THAT(bamean.values(), ElementsAre(300, 450)) << row;
+    EXPECT_NEAR(bamean.pct_diff(1), 50, kTolerance) << row;
+  }
+}
+
+v1::Sample InBoot(v1::Sample sample, const std::string& boot) {
+  sample.set_boot_id(boot);
+  return sample;
+}
+
+TEST(BuildReportTest, VarianceSplitPerArmBetweenAndWithinBoots) {
+  // Arm "two-boots": boots of {10, 12} and {20, 22}. Within: each boot's variance is 2;
+  // the boot means 11 and 21 vary by 50, of which 2 / 2 is within-boot noise: between 49.
+  // Arm "one-boot": within 2, and no between-boot estimate from one boot.
+  const std::vector<v1::Sample> samples = {
+      InBoot(MakeSample("two-boots", "", 10), "b1"), InBoot(MakeSample("two-boots", "", 12), "b1"),
+      InBoot(MakeSample("two-boots", "", 20), "b2"), InBoot(MakeSample("two-boots", "", 22), "b2"),
+      InBoot(MakeSample("one-boot", "", 30), "b3"),  InBoot(MakeSample("one-boot", "", 32), "b3"),
+  };
+  absl::StatusOr<v1::Report> report = BuildReport(samples, {"two-boots", "one-boot"});
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->groups_size(), 1);
+  const v1::Report::Group& g = report->groups(0);
+  ASSERT_EQ(g.variance_size(), 2);
+  const v1::Report::Variance& two = g.variance(0);
+  EXPECT_EQ(two.boots(), 2u);
+  EXPECT_NEAR(two.iterations(), 2, kTolerance);
+  ASSERT_TRUE(two.has_within() && two.has_between() && two.has_between_share());
+  EXPECT_NEAR(two.within(), 2, kTolerance);
+  EXPECT_NEAR(two.between(), 49, kTolerance);
+  EXPECT_NEAR(two.between_share(), 49.0 / 51, kTolerance);
+  const v1::Report::Variance& one = g.variance(1);
+  EXPECT_EQ(one.boots(), 1u);
+  ASSERT_TRUE(one.has_within());
+  EXPECT_NEAR(one.within(), 2, kTolerance);
+  EXPECT_FALSE(one.has_between());
+  EXPECT_FALSE(one.has_between_share());
+  EXPECT_FALSE(one.why_undefined().empty());
 }
 
 TEST(BuildReportTest, LowerIsBetterUsesAmeanAndFlipsTheSign) {
@@ -106,7 +149,8 @@ TEST(BuildReportTest, LowerIsBetterUsesAmeanAndFlipsTheSign) {
   const v1::Report::Group& g = report->groups(0);
   EXPECT_EQ(g.better(), v1::BETTER_LOWER);
   EXPECT_EQ(g.param_name(), "");
-  EXPECT_THAT(StatNames(g), ElementsAre("Min", "Amean", "Stddev", "CoeffVar", "Max"));
+  EXPECT_THAT(StatNames(g),
+              ElementsAre("Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean-99", "BAmean-95"));
   // 100 - new/base*100: 20% lower latency is +20%, 20% higher is -20%.
   for (const char* row : {"Min", "Amean", "Stddev", "Max"}) {
     const v1::Report::Stat& stat = FindStat(g, row);
@@ -206,17 +250,21 @@ TEST(RenderTextTest, Golden) {
       "ebizzy\n"
       "\n"
       "records_per_sec (records/s, higher is better)\n"
-      "                                       mmap                  malloc\n"
-      "Min       threads=1      6395.44 (   0.00%)      6789.09 (   6.16%)\n"
-      "Hmean     threads=1      6400.44 (   0.00%)      6794.09 (   6.15%)\n"
-      "Stddev    threads=1         7.07 (   0.00%)         7.07 (   0.00%)\n"
-      "CoeffVar  threads=1         0.11 (   0.00%)         0.10 (   5.79%)\n"
-      "Max       threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
-      "Min       threads=2     12000.00 (   0.00%)     11000.00 (  -8.33%)\n"
-      "Hmean     threads=2     12196.72 (   0.00%)     11049.77 (  -9.40%)\n"
-      "Stddev    threads=2       282.84 (   0.00%)        70.71 (  75.00%)\n"
-      "CoeffVar  threads=2         2.32 (   0.00%)         0.64 (  72.40%)\n"
-      "Max       threads=2     12400.00 (   0.00%)     11100.00 ( -10.48%)\n";
+      "                                        mmap                  malloc\n"
+      "Min        threads=1      6395.44 (   0.00%)      6789.09 (   6.16%)\n"
+      "Hmean      threads=1      6400.44 (   0.00%)      6794.09 (   6.15%)\n"
+      "Stddev     threads=1         7.07 (   0.00%)         7.07 (   0.00%)\n"
+      "CoeffVar   threads=1         0.11 (   0.00%)         0.10 (   5.79%)\n"
+      "Max        threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
+      "BAmean-99  threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
+      "BAmean-95  threads=1      6405.44 (   0.00%)      6799.09 (   6.15%)\n"
+      "Min        threads=2     12000.00 (   0.00%)     11000.00 (  -8.33%)\n"
+      "Hmean      threads=2     12196.72 (   0.00%)     11049.77 (  -9.40%)\n"
+      "Stddev     threads=2       282.84 (   0.00%)        70.71 (  75.00%)\n"
+      "CoeffVar   threads=2         2.32 (   0.00%)         0.64 (  72.40%)\n"
+      "Max        threads=2     12400.00 (   0.00%)     11100.00 ( -10.48%)\n"
+      "BAmean-99  threads=2     12400.00 (   0.00%)     11100.00 ( -10.48%)\n"
+      "BAmean-95  threads=2     12400.00 (   0.00%)     11100.00 ( -10.48%)\n";
   EXPECT_EQ(RenderText(*report), kExpected) << RenderText(*report);
 }
 
@@ -234,20 +282,24 @@ TEST(RenderTextTest, LongArmNamesUndefinedValuesAndSeveralMetrics) {
   // has no values. All print as NaN, and the long name widens its column.
   const std::string kExpected =
       "faults (lower is better)\n"
-      "                              base a-much-longer-arm-name-than-a-cell\n"
-      "Min                0.00 (   0.00%)                    3.00 (    NaN%)\n"
-      "Amean              0.00 (   0.00%)                    3.00 (    NaN%)\n"
-      "Stddev              NaN (    NaN%)                     NaN (    NaN%)\n"
-      "CoeffVar            NaN (    NaN%)                     NaN (    NaN%)\n"
-      "Max                0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "                               base a-much-longer-arm-name-than-a-cell\n"
+      "Min                 0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "Amean               0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "Stddev               NaN (    NaN%)                     NaN (    NaN%)\n"
+      "CoeffVar             NaN (    NaN%)                     NaN (    NaN%)\n"
+      "Max                 0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "BAmean-99           0.00 (   0.00%)                    3.00 (    NaN%)\n"
+      "BAmean-95           0.00 (   0.00%)                    3.00 (    NaN%)\n"
       "\n"
       "ops (ops/s, higher is better)\n"
-      "                              base a-much-longer-arm-name-than-a-cell\n"
-      "Min               10.00 (   0.00%)                     NaN (    NaN%)\n"
-      "Hmean             13.33 (   0.00%)                     NaN (    NaN%)\n"
-      "Stddev             7.07 (   0.00%)                     NaN (    NaN%)\n"
-      "CoeffVar          47.14 (   0.00%)                     NaN (    NaN%)\n"
-      "Max               20.00 (   0.00%)                     NaN (    NaN%)\n";
+      "                               base a-much-longer-arm-name-than-a-cell\n"
+      "Min                10.00 (   0.00%)                     NaN (    NaN%)\n"
+      "Hmean              13.33 (   0.00%)                     NaN (    NaN%)\n"
+      "Stddev              7.07 (   0.00%)                     NaN (    NaN%)\n"
+      "CoeffVar           47.14 (   0.00%)                     NaN (    NaN%)\n"
+      "Max                20.00 (   0.00%)                     NaN (    NaN%)\n"
+      "BAmean-99          20.00 (   0.00%)                     NaN (    NaN%)\n"
+      "BAmean-95          20.00 (   0.00%)                     NaN (    NaN%)\n";
   EXPECT_EQ(RenderText(*report), kExpected) << RenderText(*report);
 }
 

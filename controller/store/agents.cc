@@ -70,9 +70,17 @@ absl::StatusOr<Reconciled> Reconcile(Database& db, EventBatch& events, const std
 }
 
 absl::StatusOr<std::vector<StoredHost>> List(Database& db) {
-  TLB_ASSIGN_OR_RETURN(Statement stmt,
-                       db.Prepare("SELECT agent_id, info, first_seen_ms, last_seen_ms,"
-                                  " principal FROM hosts ORDER BY hostname, agent_id"));
+  // With the job each host holds a lease for (one at most; the lowest id should a fault ever
+  // leave two), through the partial index jobs_leased_by_agent.
+  TLB_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("SELECT h.agent_id, h.info, h.first_seen_ms, h.last_seen_ms, h.principal,"
+                 " j.lease_id, j.run_id, j.id, r.benchmark, j.arm, j.iteration"
+                 " FROM hosts h"
+                 " LEFT JOIN jobs j ON j.id = (SELECT id FROM jobs WHERE agent_id = h.agent_id"
+                 "   AND state = 'leased' ORDER BY id LIMIT 1)"
+                 " LEFT JOIN runs r ON r.id = j.run_id"
+                 " ORDER BY h.hostname, h.agent_id"));
   std::vector<StoredHost> hosts;
   for (;;) {
     TLB_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -84,6 +92,14 @@ absl::StatusOr<std::vector<StoredHost>> List(Database& db) {
     h.first_seen_ms = stmt.Int(2);
     h.last_seen_ms = stmt.Int(3);
     h.principal = stmt.Text(4);
+    if (!stmt.IsNull(5)) {
+      h.lease_id = stmt.Text(5);
+      h.lease_run_id = absl::StrCat(stmt.Int(6));
+      h.lease_job_id = absl::StrCat(stmt.Int(7));
+      h.lease_benchmark = stmt.Text(8);
+      h.lease_arm = stmt.Text(9);
+      h.lease_iteration = stmt.Int(10);
+    }
     hosts.push_back(std::move(h));
   }
   return hosts;

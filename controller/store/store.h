@@ -55,6 +55,9 @@ struct StoredHost {
   std::string principal;  // who registered it first; "" when not bound
   int64_t first_seen_ms = 0;
   int64_t last_seen_ms = 0;
+  // The job it holds a lease for; lease_id is empty when it holds none.
+  std::string lease_id, lease_run_id, lease_job_id, lease_benchmark, lease_arm;
+  int64_t lease_iteration = 0;
 };
 
 struct StoreOptions {

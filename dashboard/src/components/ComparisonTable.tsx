@@ -77,6 +77,58 @@ export function ComparisonBlock({ block }: { block: MetricBlock }) {
           </tbody>
         </table>
       )}
+      {block.variance.length > 0 && <VarianceTable block={block} />}
     </div>
+  );
+}
+
+// Each arm's noise split into what a reboot changes and what repeats within a boot: a large
+// between-boot share says more boots, not more iterations, will narrow the interval.
+function VarianceTable({ block }: { block: MetricBlock }) {
+  return (
+    <table class="data variance" data-testid={`variance-${block.metric}`}>
+      <caption>
+        Variance between and within boots (standard deviations in{" "}
+        {block.unit || "the metric's unit"})
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">sweep</th>
+          <th scope="col">arm</th>
+          <th scope="col" class="num">
+            boots
+          </th>
+          <th scope="col" class="num">
+            iterations per boot
+          </th>
+          <th scope="col" class="num">
+            SD within boots
+          </th>
+          <th scope="col" class="num">
+            SD between boots
+          </th>
+          <th scope="col" class="num">
+            between-boot share
+          </th>
+          <th scope="col">why not estimated</th>
+        </tr>
+      </thead>
+      <tbody>
+        {block.variance.flatMap((row) =>
+          row.arms.map((v) => (
+            <tr key={`${row.sweep}/${v.arm}`}>
+              <td>{row.sweep}</td>
+              <td>{v.arm}</td>
+              <td class="num">{v.boots}</td>
+              <td class="num">{v.iterations}</td>
+              <td class="num">{v.sdWithin}</td>
+              <td class="num">{v.sdBetween}</td>
+              <td class="num">{v.betweenShare}</td>
+              <td class="notes">{v.why}</td>
+            </tr>
+          )),
+        )}
+      </tbody>
+    </table>
   );
 }

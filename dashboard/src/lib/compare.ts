@@ -37,6 +37,7 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
           stats: [],
           verdicts: [], // across runs there is no calibrated verdict (see above)
           boots: columns.map(() => 0),
+          variance: [],
         });
       }
       const merged = groups.get(key)!;
@@ -44,6 +45,14 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
         if (c.part !== i) return;
         merged.n[col] = g.n[c.arm] ?? 0;
         merged.boots[col] = g.boots[c.arm] ?? 0;
+        const variance = g.variance[c.arm];
+        if (variance) {
+          // Each arm's split is its own, so it carries over across runs unchanged.
+          while (merged.variance.length < columns.length) {
+            merged.variance.push({ boots: 0, iterations: 0, whyUndefined: "not in that report" });
+          }
+          merged.variance[col] = variance;
+        }
         for (const s of g.stats) {
           let stat: Report_Stat | undefined = merged.stats.find((x) => x.name === s.name);
           if (!stat) {

@@ -6,7 +6,7 @@ import { chartsFromReport, pointCount } from "./chart-data";
 import { sideBySide } from "./compare";
 import { clearDraft, draftApplies, loadDraft, saveDraft, type DraftStore } from "./draft";
 import { belongsTo, fieldId, firstInvalid, messagesFor } from "./fields";
-import { ceilingText, hostState, matchesHost } from "./fleet";
+import { ceilingText, hostState, matchesHost, uptimeText } from "./fleet";
 import { buildFlushProfiles, bucketPercents, flushReasonName, seenBuckets } from "./flush";
 import { applyEvent, emptyProgress } from "./progress";
 import { backoffMs } from "./retry";
@@ -75,6 +75,10 @@ describe("sideBySide", () => {
     expect(hmean.values).toEqual([2000, 1000, 2000]);
     expect(hmean.pctDiff).toEqual([]);
     expect(r.groups[0]!.n).toEqual([3, 3, 3]);
+    // Each arm keeps its own variance split; the group without one gets none.
+    expect(r.groups[0]!.variance.map((v) => v.boots)).toEqual([1, 3, 1]);
+    expect(r.groups[0]!.variance[1]!.betweenShare).toBe(0.75);
+    expect(r.groups[1]!.variance).toEqual([]);
   });
 });
 
@@ -252,8 +256,43 @@ describe("fleet", () => {
     expect(hostState({ ...host, currentLease: "j4a1" })).toEqual({
       state: "running",
       detail: "lease j4a1",
+      runId: "",
+    });
+    expect(
+      hostState({
+        ...host,
+        currentLease: "j4a1",
+        currentRunId: "12",
+        currentJobId: "4",
+        currentBenchmark: "ebizzy",
+        currentArm: "mmap",
+        currentIteration: 2,
+      }),
+    ).toEqual({
+      state: "running",
+      detail: "run 12 job 4 (ebizzy, arm mmap iteration 2)",
+      runId: "12",
     });
     expect(hostState({ ...host, connected: false }).state).toBe("lost");
+    // Asked to reboot: rebooting while still connected on the old boot and while away.
+    for (const connected of [true, false]) {
+      expect(hostState({ ...host, connected, rebooting: true, rebootingForRun: "9" })).toEqual({
+        state: "rebooting",
+        detail: "for run 9",
+        runId: "9",
+      });
+    }
+  });
+
+  it("says how long the host has been up, or a dash when the agent did not say", () => {
+    const now = Date.UTC(2026, 11, 1, 12, 0, 0);
+    const booted = (secondsAgo: number) =>
+      Host.fromJSON({ info: { bootTimeUnix: String(now / 1000 - secondsAgo) } });
+    expect(uptimeText(booted(42), now)).toBe("42 s");
+    expect(uptimeText(booted(12 * 60 + 5), now)).toBe("12 min");
+    expect(uptimeText(booted(3 * 3600 + 7 * 60), now)).toBe("3 h 7 min");
+    expect(uptimeText(booted(2 * 86400 + 5 * 3600), now)).toBe("2 d 5 h");
+    expect(uptimeText(Host.fromJSON({ info: {} }), now)).toBe("—");
   });
 });
 

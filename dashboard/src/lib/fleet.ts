@@ -45,12 +45,59 @@ export function ceilingText(host: Host): { text: string; writable: boolean } {
   return { text: value ? `${value}, locked: ${reason}` : `locked: ${reason}`, writable: false };
 }
 
-export type HostState = "idle" | "running" | "lost";
+export type HostState = "idle" | "running" | "rebooting" | "lost";
 
-export function hostState(host: Host): { state: HostState; detail: string } {
-  if (!host.connected) return { state: "lost", detail: "not connected" };
-  if (host.currentLease) return { state: "running", detail: `lease ${host.currentLease}` };
-  return { state: "idle", detail: "" };
+export interface HostStateView {
+  state: HostState;
+  detail: string;
+  /** The run the state is about (the job's, or the one that asked for the reboot). */
+  runId: string;
+}
+
+/**
+ * What the host does now. Rebooting wins over the rest: a host asked for a fresh boot is
+ * expected to go away (and may still be connected on its old boot for a moment); a host
+ * that is away without having been asked is lost, whatever lease the store still holds for
+ * it (the lease expires and its job is queued again).
+ */
+export function hostState(host: Host): HostStateView {
+  if (host.rebooting) {
+    return {
+      state: "rebooting",
+      detail: host.rebootingForRun ? `for run ${host.rebootingForRun}` : "",
+      runId: host.rebootingForRun,
+    };
+  }
+  if (!host.connected) return { state: "lost", detail: "not connected", runId: "" };
+  if (host.currentRunId) {
+    const what = [host.currentBenchmark, host.currentArm && `arm ${host.currentArm}`]
+      .filter(Boolean)
+      .join(", ");
+    const iteration = host.currentIteration ? ` iteration ${host.currentIteration}` : "";
+    return {
+      state: "running",
+      detail: `run ${host.currentRunId} job ${host.currentJobId}${what ? ` (${what}${iteration})` : ""}`,
+      runId: host.currentRunId,
+    };
+  }
+  if (host.currentLease) {
+    return { state: "running", detail: `lease ${host.currentLease}`, runId: "" };
+  }
+  return { state: "idle", detail: "", runId: "" };
+}
+
+/** Time since the host's boot began ("3 d 4 h", "12 min"); a dash when unknown. */
+export function uptimeText(host: Host, nowMs: number): string {
+  const boot = Number(host.info?.bootTimeUnix ?? 0);
+  if (!boot) return "—";
+  const s = Math.max(0, Math.floor(nowMs / 1000 - boot));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d} d ${h} h`;
+  if (h > 0) return `${h} h ${m} min`;
+  if (m > 0) return `${m} min`;
+  return `${s} s`;
 }
 
 export function microarchs(hosts: readonly Host[]): string[] {

@@ -59,6 +59,38 @@ describe("buildBlocks", () => {
   });
 });
 
+describe("the variance split", () => {
+  it("shows each arm's standard deviations within and between boots and the share", () => {
+    const [block] = buildBlocks(REPORT);
+    expect(block!.variance.map((r) => r.sweep)).toEqual(["threads=2"]);
+    expect(block!.variance[0]!.arms).toEqual([
+      {
+        arm: "mmap",
+        boots: 3,
+        iterations: "2",
+        sdWithin: "4.00",
+        sdBetween: "6.93",
+        betweenShare: "75%",
+        why: "",
+      },
+      {
+        arm: "malloc",
+        boots: 1,
+        iterations: "3",
+        sdWithin: "10.00",
+        sdBetween: "—",
+        betweenShare: "—",
+        why: "one boot: between-boot variance unknown",
+      },
+    ]);
+  });
+
+  it("has no rows for a report without the split", () => {
+    const [block] = buildBlocks(Report.fromJSON({ arms: ["a"], groups: [{ metric: "m" }] }));
+    expect(block!.variance).toEqual([]);
+  });
+});
+
 describe("formatVerdict", () => {
   it("states the change with its interval, p, q and scope (higher is better)", () => {
     const t = formatVerdict(

@@ -4,7 +4,12 @@
 // (sweep value, arm) with its interval, p, q, scope and test design (Report.Group.verdicts).
 // No statistic is computed here: every number comes from the controller's one comparison
 // function.
-import { Better, type Report, type Report_Group } from "../api/gen/tlbfleet/v1/common";
+import {
+  Better,
+  type Report,
+  type Report_Group,
+  type Report_Variance,
+} from "../api/gen/tlbfleet/v1/common";
 import { formatP, formatPct, formatValue, sweepLabel } from "./format";
 
 export type VerdictKind = "baseline" | "better" | "worse" | "same" | "unknown";
@@ -50,6 +55,26 @@ export interface VerdictRow {
   verdict?: VerdictInfo;
 }
 
+/** One arm's variance split in one row (Report.Group.variance), as the table prints it. */
+export interface VarianceCell {
+  arm: string;
+  boots: number;
+  /** Harmonic mean of iterations per boot. */
+  iterations: string;
+  /** Standard deviations in the metric's unit: sqrt of the variance components. */
+  sdWithin: string;
+  sdBetween: string;
+  /** Share of the variance that is between boots, "73%"; a dash when not estimable. */
+  betweenShare: string;
+  /** Why a component could not be estimated (one boot, one iteration per boot). */
+  why: string;
+}
+
+export interface VarianceRow {
+  sweep: string;
+  arms: VarianceCell[];
+}
+
 export interface MetricBlock {
   metric: string;
   unit: string;
@@ -60,6 +85,8 @@ export interface MetricBlock {
   n: { sweep: string; n: number[] }[];
   rows: StatRow[];
   verdicts: VerdictRow[];
+  /** Per sweep value, each arm's variance between and within boots; empty for old reports. */
+  variance: VarianceRow[];
 }
 
 /** The statistic a row's headline % refers to: Hmean if higher is better, else Amean. */
@@ -142,6 +169,7 @@ export function buildBlocks(
         n: [],
         rows: [],
         verdicts: [],
+        variance: [],
       };
       blocks.push(block);
     }
@@ -158,8 +186,42 @@ export function buildBlocks(
       if (i === 0) return;
       block.verdicts.push({ sweep, arm, verdict: verdictOf(group, i) });
     });
+    if (group.variance.length > 0) {
+      block.variance.push({
+        sweep,
+        arms: report.arms.map((arm, i) => varianceCell(arm, group.variance[i])),
+      });
+    }
   }
   return blocks;
+}
+
+function sd(variance: number | undefined): string {
+  return variance === undefined || variance < 0 ? "—" : formatValue(Math.sqrt(variance));
+}
+
+export function varianceCell(arm: string, v: Report_Variance | undefined): VarianceCell {
+  if (!v) {
+    return {
+      arm,
+      boots: 0,
+      iterations: "—",
+      sdWithin: "—",
+      sdBetween: "—",
+      betweenShare: "—",
+      why: "not in this report",
+    };
+  }
+  return {
+    arm,
+    boots: v.boots,
+    iterations: v.iterations > 0 ? String(Math.round(v.iterations * 10) / 10) : "—",
+    sdWithin: sd(v.within),
+    sdBetween: sd(v.between),
+    betweenShare:
+      v.betweenShare === undefined ? "—" : `${Math.round(v.betweenShare * 100).toString()}%`,
+    why: v.whyUndefined,
+  };
 }
 
 /** A ratio as a signed % change where positive = better (mmtests' sign convention). */

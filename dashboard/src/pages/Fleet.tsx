@@ -2,6 +2,7 @@
 // and why not, and what it does now.
 import { api } from "../api";
 import { ErrorView, Loading } from "../components/common";
+import { Link } from "../components/Link";
 import { setQuery, useNow, useResource, useTitle, type Location } from "../hooks";
 import {
   ceilingText,
@@ -10,6 +11,7 @@ import {
   matchesHost,
   microarchs,
   queryFromHostFilter,
+  uptimeText,
   type HostFilter,
 } from "../lib/fleet";
 import { formatAgo } from "../lib/format";
@@ -80,6 +82,7 @@ export function FleetPage({ location }: { location: Location }) {
                 </th>
                 <th scope="col">kernel</th>
                 <th scope="col">boot</th>
+                <th scope="col">uptime</th>
                 <th scope="col">flush ceiling</th>
                 <th scope="col">labels</th>
                 <th scope="col">reboot</th>
@@ -101,7 +104,11 @@ export function FleetPage({ location }: { location: Location }) {
                     </th>
                     <td>
                       <span class={`state state-${s.state}`}>{s.state}</span>
-                      {s.detail && <div class="muted small">{s.detail}</div>}
+                      {s.detail && (
+                        <div class="muted small">
+                          {s.runId ? <Link href={`/runs/${s.runId}`}>{s.detail}</Link> : s.detail}
+                        </div>
+                      )}
                     </td>
                     <td>{info?.cpu?.microarch || "unknown"}</td>
                     <td class="num">{info?.logicalCpus ?? "—"}</td>
@@ -112,7 +119,10 @@ export function FleetPage({ location }: { location: Location }) {
                         {info?.kernelCmdline}
                       </div>
                     </td>
-                    <td class="mono small">{info?.bootId.slice(0, 8) || "—"}</td>
+                    <td class="mono small" title={info?.bootId}>
+                      {info?.bootId.slice(0, 8) || "—"}
+                    </td>
+                    <td data-testid="uptime">{uptimeText(h, now)}</td>
                     <td class={c.writable ? "" : "locked"}>{c.text}</td>
                     <td>
                       {Object.entries(info?.labels ?? {}).map(([k, v]) => (

@@ -51,6 +51,9 @@ describe("operator", () => {
     const row = await hosts.locator("tbody tr").first().innerText();
     assert.match(row, /idle|running/);
     assert.match(row, /pages|locked: /);
+    // The host's uptime, from its boot time (this machine has been up a while).
+    const uptime = await hosts.locator("tbody tr").first().getByTestId("uptime").innerText();
+    assert.match(uptime, /^\d+ (s|min|h \d+ min|d \d+ h)$/, `uptime "${uptime}"`);
     await screenshot(page, "fleet");
   });
 
@@ -106,6 +109,15 @@ describe("operator", () => {
     const table = await page.getByTestId("table-records_per_sec").innerText();
     assert.match(table, /Hmean\s+threads=1/);
     assert.match(table, /Hmean\s+threads=2/);
+    assert.match(table, /BAmean-95\s+threads=2/);
+    // Each arm's noise, split: one boot per arm here, so within-boot only, and why.
+    const variance = page.getByTestId("variance-records_per_sec");
+    const rows = await variance.locator("tbody tr").allInnerTexts();
+    assert.equal(rows.length, 4, "a row per sweep value and arm");
+    for (const text of rows) {
+      assert.match(text, /threads=[12]\s+(mmap|malloc)\s+1\s+3\s+\d+(\.\d+)?\s+—\s+—/, text);
+      assert.match(text, /one boot: between-boot variance unknown/, `why, in "${text}"`);
+    }
     const verdicts = page.getByTestId("verdicts-records_per_sec");
     assert.equal(await verdicts.locator("tbody tr").count(), 2);
     for (const text of await verdicts.locator("tbody tr").allInnerTexts()) {

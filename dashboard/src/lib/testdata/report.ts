@@ -22,6 +22,16 @@ export const REPORT = Report.fromJSON({
       paramValue: "2",
       n: [3, 3],
       stats: stats([900, 1800], [1000, 2000], [0, 100], [1100, 2200]),
+      boots: [3, 1],
+      variance: [
+        { boots: 3, iterations: 2, within: 16, between: 48, betweenShare: 0.75, whyUndefined: "" },
+        {
+          boots: 1,
+          iterations: 3,
+          within: 100,
+          whyUndefined: "one boot: between-boot variance unknown",
+        },
+      ],
     },
     {
       metric: "records_per_sec",
