@@ -361,11 +361,14 @@ TEST(FlushProfileRealHostTest, MunmapLoopOfThisProcessIsCountedAndNothingElse) {
   // would be thousands over.
   constexpr uint64_t kSlack = 5;
   EXPECT_GE(local, kUnmaps - kSlack) << detail;
-  // The unmaps' bucket holds the 200 and at most a few more (this process's own runtime
-  // makes small flushes too: ASan's shadow memory, malloc).
+  // The unmaps' bucket holds the 200 and a few more of this process's own: its runtime
+  // (ASan's shadow memory, malloc, the recorder's buffers) and the kernel's housekeeping of
+  // its mm (DAMON's kdamond runs on these machines; a run here counted 206-208 full flushes
+  // for the 200 unmaps). The noise process's would be thousands over.
+  constexpr uint64_t kOwnSlack = 20;
   EXPECT_GE(std::max(full, ranged), kUnmaps - kSlack)
       << "every unmap should be one size:" << detail;
-  EXPECT_LE(std::max(full, ranged), kUnmaps + kSlack) << "others' flushes got in:" << detail;
+  EXPECT_LE(std::max(full, ranged), kUnmaps + kOwnSlack) << "others' flushes got in:" << detail;
   // This host has no kprobe events: the cost says so rather than pretending.
   if (!p->cost_unavailable.empty()) {
     EXPECT_TRUE(p->cost.by_bucket().empty());

@@ -58,6 +58,9 @@ namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(30);
 constexpr auto kWriteTimeout = std::chrono::seconds(30);
 constexpr size_t kHeaderLimit = 16 * 1024;
+// Lingering close after refusing a request: at most this much more of it is read and dropped.
+constexpr size_t kDrainLimit = 16 << 20;
+constexpr auto kDrainTime = std::chrono::seconds(5);
 // A stream whose client lags this far behind is dropped; it resumes with Last-Event-ID.
 constexpr size_t kStreamBacklogLimit = 4 << 20;
 
@@ -186,6 +189,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
                 : absl::StrCat("malformed HTTP request: ", ec.message());
         HttpResponse error = ErrorResponse(absl::InvalidArgumentError(what));
         Report({"malformed", "", "", peer_, error.status, 0});
+        // The client may still be sending (a body over the limit): closing with its bytes
+        // unread would reset the connection, and a reset can destroy the answer before the
+        // client reads it. Drain what it sends after the answer, then close.
+        drain_before_close_ = true;
         WriteResponse(std::move(error), /*keep_alive=*/false, /*head=*/false, 11);
         return;
       }
@@ -318,6 +325,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
   // Ends the connection: TLS says close_notify first (a close-delimited SSE body would look
   // truncated without it), with a deadline.
   void Shutdown() {
+    if (drain_before_close_) {
+      drain_before_close_ = false;
+      LingeringClose();
+      return;
+    }
     if constexpr (kTls) {
       if (shutting_down_) return;
       shutting_down_ = true;
@@ -325,6 +337,33 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
       stream_.async_shutdown([self = Self()](beast::error_code) { self->Close(); });
     } else {
       Close();
+    }
+  }
+  // After an answer to a refused request: no more sending, and what the client still
+  // sends is read and dropped, up to kDrainLimit bytes or kDrainTime, then the connection
+  // closes (a "lingering close"). Plain TCP only: under TLS the close_notify exchange does it.
+  void LingeringClose() {
+    if constexpr (kTls) {
+      Shutdown();
+    } else {
+      beast::error_code ignored;
+      Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      Lowest().expires_after(kDrainTime);
+      Drain();
+    }
+  }
+  void Drain() {
+    if constexpr (!kTls) {
+      drain_buffer_.resize(64 * 1024);
+      Lowest().async_read_some(asio::buffer(drain_buffer_),
+                               [self = Self()](beast::error_code ec, size_t n) {
+                                 self->drained_ += n;
+                                 if (ec || self->drained_ > kDrainLimit) {
+                                   self->Close();
+                                   return;
+                                 }
+                                 self->Drain();
+                               });
     }
   }
   void Close() {
@@ -335,6 +374,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Stream>> {
 
   Stream stream_;
   bool shutting_down_ = false;
+  bool drain_before_close_ = false;  // a refused request: LingeringClose after the answer
+  std::vector<char> drain_buffer_;
+  size_t drained_ = 0;
   HttpServer::Impl& server_;
   std::string peer_;
   beast::flat_buffer buffer_;

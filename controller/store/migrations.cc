@@ -338,6 +338,12 @@ CREATE TABLE bisects (
 );
 CREATE INDEX bisects_by_status ON bisects(status);
 )sql"},
+      {12, "dispatch: the first queued job of a slot in one seek", R"sql(
+-- Leasing takes the lowest queued id of the agent's slot (controller/store/dispatch.cc,
+-- FirstQueuedOfSlot). jobs_queued_by_slot orders by boot index first, so that took a scan
+-- of every queued job of the slot, rows and all.
+CREATE INDEX jobs_queued_by_slot_id ON jobs(run_id, slot, id) WHERE state = 'queued';
+)sql"},
   };
   return kMigrations;
 }
