@@ -18,7 +18,5 @@ fi
 # bisection step can then miss a step it finds in a quiet minute. A retry asserts the same.
 status=0
 ctest --preset default -j2 --timeout 600 -LE '^vm$' || status=$?
-# Label noisy (the nightly vm test) is left out: see tests/vm/CMakeLists.txt.
-ctest --preset default -j2 --timeout 600 -L '^vm$' -LE '^noisy$' --repeat until-pass:2 ||
-  status=$?
+ctest --preset default -j2 --timeout 600 -L '^vm$' --repeat until-pass:2 || status=$?
 exit "$status"
