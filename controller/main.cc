@@ -62,6 +62,7 @@ struct DaemonOptions {
   std::string ready_file;
   std::string dashboard_dir;
   double lease_seconds = 60;
+  int store_batch_ms = 20;
   double heartbeat_seconds = 0;
   int max_attempts = 3;
   std::string nightly_clock_file;
@@ -123,8 +124,10 @@ int RunDaemon(const DaemonOptions& o) {
     return Fail(kExitConfig, std::string(grpc_credentials.status().message()));
   }
 
+  tlbfleet::store::StoreOptions store_options;
+  store_options.max_batch_ms = o.store_batch_ms;
   absl::StatusOr<std::unique_ptr<tlbfleet::store::Store>> store =
-      tlbfleet::store::Store::Open(o.db_path);
+      tlbfleet::store::Store::Open(o.db_path, store_options);
   if (!store.ok()) {
     // A database that cannot be written (read-only file system, permissions) or is newer than
     // this binary: nothing to retry.
@@ -335,6 +338,12 @@ int main(int argc, char** argv) {
   app.add_option("--session-hours", o.session_hours, "browser sessions (login) last this long")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 24.0 * 90));
+  app.add_option("--store-batch-ms", o.store_batch_ms,
+                 "a store transaction takes no more writes after this long, so a lease waits at "
+                 "most about this long behind sample ingest (0: no limit; higher: more samples/s, "
+                 "slower dispatch under load; docs/performance.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
   app.add_option("--lease-seconds", o.lease_seconds,
                  "re-queue a job whose agent has been silent this long")
       ->capture_default_str()

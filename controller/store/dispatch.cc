@@ -387,8 +387,9 @@ absl::StatusOr<ExpiredLease> TakeBack(Database& db, EventBatch& events, const He
   e.job_id = job.job_id;
   e.lease_id = job.lease_id;
   e.agent_id = job.agent_id;
-  TLB_ASSIGN_OR_RETURN(Statement drop, db.Prepare("DELETE FROM samples WHERE lease_id = ?1"));
-  TLB_RETURN_IF_ERROR(drop.Bind(1, job.lease_id).Run());
+  TLB_ASSIGN_OR_RETURN(Statement drop,
+                       db.Prepare("DELETE FROM samples WHERE job_id = ?1 AND lease_id = ?2"));
+  TLB_RETURN_IF_ERROR(drop.Bind(1, job.job_id).Bind(2, job.lease_id).Run());
   const int64_t dropped = db.Changes();
   if (dropped > 0) {
     TLB_ASSIGN_OR_RETURN(Statement uncount,

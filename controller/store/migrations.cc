@@ -344,6 +344,54 @@ CREATE INDEX bisects_by_status ON bisects(status);
 -- of every queued job of the slot, rows and all.
 CREATE INDEX jobs_queued_by_slot_id ON jobs(run_id, slot, id) WHERE state = 'queued';
 )sql"},
+      {13, "samples: deduplicated per job, without a random-order index or AUTOINCREMENT",
+       R"sql(
+-- Ingest inserts every sample into the table and each of its indexes: UNIQUE (lease_id, seq),
+-- samples_by_job and samples_by_run, and AUTOINCREMENT updated sqlite_sequence per row.
+-- One index on (job_id, lease_id, seq) does the work of the first two: it still refuses a
+-- replayed sample (a lease belongs to one job), and it serves the foreign key from jobs.
+-- Nothing refers to a sample's id, so AUTOINCREMENT's promise never to reuse one bought
+-- nothing. The copy takes a while on a large database, once.
+CREATE TABLE samples_v13 (
+  id               INTEGER PRIMARY KEY,
+  run_id           INTEGER NOT NULL REFERENCES runs(id),
+  job_id           INTEGER NOT NULL REFERENCES jobs(id),
+  lease_id         TEXT NOT NULL,
+  seq              INTEGER NOT NULL,
+  arm              TEXT NOT NULL,
+  param_name       TEXT NOT NULL,
+  param_value      TEXT NOT NULL,
+  iteration        INTEGER NOT NULL,
+  metric           TEXT NOT NULL,
+  series           TEXT NOT NULL,
+  value            REAL NOT NULL,
+  unit             TEXT NOT NULL,
+  better           INTEGER NOT NULL,
+  agent_id         TEXT NOT NULL,
+  host             TEXT NOT NULL,
+  boot_id          TEXT NOT NULL,
+  kernel_release   TEXT NOT NULL,
+  kernel_cmdline   TEXT NOT NULL,
+  microarch        TEXT NOT NULL,
+  ceiling_applied  INTEGER NOT NULL,
+  ceiling          INTEGER,
+  ceiling_observed INTEGER NOT NULL DEFAULT 0,
+  peer_host        TEXT NOT NULL DEFAULT '',
+  boot_entry       TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO samples_v13(id, run_id, job_id, lease_id, seq, arm, param_name, param_value,
+    iteration, metric, series, value, unit, better, agent_id, host, boot_id, kernel_release,
+    kernel_cmdline, microarch, ceiling_applied, ceiling, ceiling_observed, peer_host,
+    boot_entry)
+  SELECT id, run_id, job_id, lease_id, seq, arm, param_name, param_value, iteration, metric,
+    series, value, unit, better, agent_id, host, boot_id, kernel_release, kernel_cmdline,
+    microarch, ceiling_applied, ceiling, ceiling_observed, peer_host, boot_entry
+  FROM samples ORDER BY id;
+DROP TABLE samples;
+ALTER TABLE samples_v13 RENAME TO samples;
+CREATE UNIQUE INDEX samples_by_job_lease ON samples(job_id, lease_id, seq);
+CREATE INDEX samples_by_run ON samples(run_id, metric, param_value, arm);
+)sql"},
   };
   return kMigrations;
 }

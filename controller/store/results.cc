@@ -20,9 +20,10 @@ absl::StatusOr<std::string> CeilingMismatch(Database& db, const std::string& lea
   TLB_ASSIGN_OR_RETURN(
       v1::JobAssignment assignment,
       ParseBlob<v1::JobAssignment>(job, 10, absl::StrCat("job ", job.Int(0), " assignment")));
-  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("SELECT seq, ceiling_applied, ceiling FROM samples"
-                                               " WHERE lease_id = ?1 ORDER BY seq"));
-  q.Bind(1, lease_id);
+  TLB_ASSIGN_OR_RETURN(Statement q,
+                       db.Prepare("SELECT seq, ceiling_applied, ceiling FROM samples"
+                                  " WHERE job_id = ?2 AND lease_id = ?1 ORDER BY seq"));
+  q.Bind(1, lease_id).Bind(2, job.Int(0));
   std::vector<scheduler::SampleCeiling> samples;
   for (;;) {
     TLB_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -162,9 +163,10 @@ absl::StatusOr<CompletionResult> Complete(Database& db, EventBatch& events,
   const std::string where = absl::StrCat(
       "job ", job_id, " (arm ", job.Text(4), job.Text(5).empty() ? "" : ", ", job.Text(5),
       job.Text(5).empty() ? "" : "=", job.Text(6), ", iteration ", job.Int(7), ")");
-  TLB_ASSIGN_OR_RETURN(Statement count,
-                       db.Prepare("SELECT COUNT(*) FROM samples WHERE lease_id = ?1"));
-  count.Bind(1, complete.lease_id());
+  TLB_ASSIGN_OR_RETURN(
+      Statement count,
+      db.Prepare("SELECT COUNT(*) FROM samples WHERE job_id = ?2 AND lease_id = ?1"));
+  count.Bind(1, complete.lease_id()).Bind(2, job_id);
   TLB_ASSIGN_OR_RETURN(bool counted, count.Step());
   const uint64_t have = counted ? static_cast<uint64_t>(count.Int(0)) : 0;
   std::string new_state = "succeeded";

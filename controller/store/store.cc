@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path, Stor
   Writer::Options writer;
   writer.thread = options.writer_thread;
   writer.max_batch = std::max<size_t>(1, options.max_batch);
+  writer.max_batch_ms = options.max_batch_ms;
   return std::unique_ptr<Store>(new Store(std::make_unique<Writer>(std::move(db), writer), path,
                                           std::max<size_t>(1, options.readers)));
 }
@@ -100,9 +101,11 @@ absl::StatusOr<T> Store::WriteSync(Body body) {
 }
 
 template <typename T, typename Body>
-void Store::WriteAsync(Body body, StoreCallback<T> done, std::shared_ptr<WriteChain> chain) {
+void Store::WriteAsync(Body body, StoreCallback<T> done, std::shared_ptr<WriteChain> chain,
+                       bool urgent) {
   auto value = std::make_shared<std::optional<T>>();
   WriteOp op;
+  op.urgent = urgent;
   op.chain = std::move(chain);
   op.apply = [body = std::move(body), value](Database& db, EventBatch& events) -> absl::Status {
     absl::StatusOr<T> result = body(db, events);
@@ -226,11 +229,13 @@ absl::StatusOr<LeaseResult> Store::Lease(const LeaseRequest& request) {
 }
 
 void Store::LeaseAsync(LeaseRequest request, StoreCallback<LeaseResult> done) {
+  // Urgent: an idle agent waits for it, and it depends on nothing of the agent's still queued
+  // (the controller asks for a lease once the agent's completion has committed).
   WriteAsync<LeaseResult>(
       [request = std::move(request)](Database& db, EventBatch& events) {
         return dispatch::Lease(db, events, request);
       },
-      std::move(done), nullptr);
+      std::move(done), nullptr, /*urgent=*/true);
 }
 
 absl::StatusOr<bool> Store::RenewLease(const std::string& lease_id, const std::string& agent_id,

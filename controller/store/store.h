@@ -64,8 +64,9 @@ struct StoreOptions {
   // false: writes run on the calling thread, and asynchronous callbacks right after, on it
   // too (deterministic unit tests). true: the writer thread batches them (the controller).
   bool writer_thread = true;
-  size_t max_batch = 1024;  // writes per transaction
-  size_t readers = 4;       // read connections
+  size_t max_batch = 1024;    // writes per transaction, at most
+  int64_t max_batch_ms = 20;  // a transaction takes no more writes after this long (Writer)
+  size_t readers = 4;         // read connections
 };
 
 // A run that may still get jobs dispatched, with what dispatch needs to filter hosts and to
@@ -369,9 +370,11 @@ class Store {
   // returns once it is committed or failed.
   template <typename T, typename Body>
   absl::StatusOr<T> WriteSync(Body body);
-  // The same, with `done` called on the writer's callback thread.
+  // The same, with `done` called on the writer's callback thread; `urgent`: ahead of the
+  // ordinary writes waiting (WriteOp::urgent).
   template <typename T, typename Body>
-  void WriteAsync(Body body, StoreCallback<T> done, std::shared_ptr<WriteChain> chain);
+  void WriteAsync(Body body, StoreCallback<T> done, std::shared_ptr<WriteChain> chain,
+                  bool urgent = false);
 
   std::unique_ptr<Writer> writer_;
   ReaderPool readers_;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "controller/store/lease_for_test.h"
 #include "controller/store/migrations.h"
 
@@ -114,6 +115,62 @@ TEST_F(StoreTest, MigratesExistingVersion1DatabaseKeepingData) {
   auto idx = (*db)->Prepare("SELECT name FROM sqlite_master WHERE name = 'samples_by_run'");
   ASSERT_TRUE(idx.ok());
   EXPECT_TRUE(*idx->Step());
+}
+
+TEST_F(StoreTest, Migration13KeepsEverySampleAndStillRefusesAReplay) {
+  // Migration 13 rebuilds `samples` (one index on job, lease and seq; no AUTOINCREMENT).
+  auto exec_sample = [](Database& db, int seq) {
+    return db.Exec(absl::StrCat(
+        "INSERT OR IGNORE INTO samples(run_id, job_id, lease_id, seq, arm, param_name,"
+        " param_value, iteration, metric, series, value, unit, better, agent_id, host, boot_id,"
+        " kernel_release, kernel_cmdline, microarch, ceiling_applied, ceiling, ceiling_observed,"
+        " peer_host, boot_entry) VALUES(1, 1, 'j1a1', ",
+        seq, ", 'base', '', '', 1, 'm', '', ", seq,
+        ".5, 'us', 1, 'a1', 'h1', 'b1', '6.1', 'pti=on', 'ivybridge', 1, 33, 1, 'peer', 'e1')"));
+  };
+  {
+    auto db = Database::Open(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(Migrate(**db, 12).ok());
+    ASSERT_TRUE((*db)
+                    ->Exec("INSERT INTO runs(name, benchmark, spec, spec_yaml, state, created_ms)"
+                           " VALUES('old', 'ebizzy', x'', 'name: old', 'running', 1000);"
+                           "INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
+                           " assignment, state, attempts, lease_id, agent_id)"
+                           " VALUES(1, 0, 'base', '', '', 1, x'', 'leased', 1, 'j1a1', 'a1')")
+                    .ok());
+    for (int seq : {1, 2, 3}) ASSERT_TRUE(exec_sample(**db, seq).ok());
+  }
+  ASSERT_TRUE(Store::Open(path_).ok());
+  auto db = *Database::Open(path_);
+  EXPECT_EQ(*SchemaVersion(*db), LatestSchemaVersion());
+  // Every row and column came across.
+  auto rows = *db->Prepare(
+      "SELECT COUNT(*), SUM(value), MIN(id), MAX(id), MIN(ceiling), MIN(peer_host),"
+      " MIN(boot_entry), MIN(kernel_cmdline) FROM samples");
+  ASSERT_TRUE(*rows.Step());
+  EXPECT_EQ(rows.Int(0), 3);
+  EXPECT_DOUBLE_EQ(rows.Double(1), 1.5 + 2.5 + 3.5);
+  EXPECT_EQ(rows.Int(2), 1);
+  EXPECT_EQ(rows.Int(3), 3);
+  EXPECT_EQ(rows.Int(4), 33);
+  EXPECT_EQ(rows.Text(5), "peer");
+  EXPECT_EQ(rows.Text(6), "e1");
+  EXPECT_EQ(rows.Text(7), "pti=on");
+  // A replayed sample is still ignored; a new one is stored.
+  ASSERT_TRUE(exec_sample(*db, 2).ok());
+  EXPECT_EQ(db->Changes(), 0);
+  ASSERT_TRUE(exec_sample(*db, 4).ok());
+  EXPECT_EQ(db->Changes(), 1);
+  // The indexes ingest keeps up: two, and no sqlite_sequence row for samples.
+  auto indexes = *db->Prepare(
+      "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index'"
+      " AND tbl_name = 'samples' ORDER BY name)");
+  ASSERT_TRUE(*indexes.Step());
+  EXPECT_EQ(indexes.Text(0), "samples_by_job_lease samples_by_run");
+  auto sequence = *db->Prepare("SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'samples'");
+  ASSERT_TRUE(*sequence.Step());
+  EXPECT_EQ(sequence.Int(0), 0);
 }
 
 TEST_F(StoreTest, RefusesDatabaseFromNewerController) {

@@ -1,5 +1,6 @@
 #include "controller/store/writer.h"
 
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -46,7 +47,7 @@ void Writer::Submit(WriteOp op) {
   if (options_.thread) {
     absl::MutexLock lock(&queue_mu_);
     if (!writer_done_) {
-      queue_.push_back(std::move(op));
+      (op.urgent ? urgent_ : queue_).push_back(std::move(op));
       return;
     }
     // Stopped (a callback delivered during shutdown wrote again): applied on this thread.
@@ -56,7 +57,7 @@ void Writer::Submit(WriteOp op) {
   std::vector<absl::Status> results;
   {
     absl::MutexLock lock(&db_mu_);
-    results = ApplyBatch(batch);
+    results = ApplyBatch(batch, /*apply_all=*/true);
   }
   Deliver(batch, results, /*on_this_thread=*/true);
 }
@@ -67,22 +68,32 @@ void Writer::WriterLoop() {
     {
       absl::MutexLock lock(&queue_mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
-        return stopping_ || !queue_.empty();
+        return stopping_ || !queue_.empty() || !urgent_.empty();
       };
       queue_mu_.Await(absl::Condition(&ready));
-      if (queue_.empty()) {  // stopping, and everything submitted has been applied
+      if (queue_.empty() && urgent_.empty()) {  // stopping, and everything has been applied
         writer_done_ = true;
         return;
       }
-      while (!queue_.empty() && batch.size() < options_.max_batch) {
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
+      for (std::deque<WriteOp>* from : {&urgent_, &queue_}) {
+        while (!from->empty() && batch.size() < options_.max_batch) {
+          batch.push_back(std::move(from->front()));
+          from->pop_front();
+        }
       }
     }
     std::vector<absl::Status> results;
     {
       absl::MutexLock lock(&db_mu_);
-      results = ApplyBatch(batch);
+      results = ApplyBatch(batch, /*apply_all=*/false);
+    }
+    if (results.size() < batch.size()) {
+      // Out of time: what did not run goes back to the front of its queue, in order.
+      absl::MutexLock lock(&queue_mu_);
+      for (size_t i = batch.size(); i-- > results.size();) {
+        (batch[i].urgent ? urgent_ : queue_).push_front(std::move(batch[i]));
+      }
+      batch.resize(results.size());
     }
     Deliver(batch, results, /*on_this_thread=*/false);
   }
@@ -123,8 +134,10 @@ void Writer::Deliver(std::vector<WriteOp>& batch, std::vector<absl::Status>& res
   for (auto& callback : later) callbacks_.push_back(std::move(callback));
 }
 
-std::vector<absl::Status> Writer::ApplyBatch(std::vector<WriteOp>& batch) {
+std::vector<absl::Status> Writer::ApplyBatch(std::vector<WriteOp>& batch, bool apply_all) {
   std::vector<absl::Status> results(batch.size());
+  const auto started = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::milliseconds(options_.max_batch_ms);
   ++transactions_;
   auto fail_all = [&](const absl::Status& s, size_t from) {
     for (size_t i = from; i < batch.size(); ++i) {
@@ -168,6 +181,11 @@ std::vector<absl::Status> Writer::ApplyBatch(std::vector<WriteOp>& batch) {
     if (s.ok()) {
       events.insert(events.end(), std::make_move_iterator(op_events.begin()),
                     std::make_move_iterator(op_events.end()));
+      if (!apply_all && options_.max_batch_ms > 0 && i + 1 < batch.size() &&
+          std::chrono::steady_clock::now() - started >= budget) {
+        results.resize(i + 1);  // the rest wait for the next transaction
+        break;
+      }
       continue;
     }
     results[i] = s;
@@ -197,7 +215,7 @@ std::vector<absl::Status> Writer::ApplyBatch(std::vector<WriteOp>& batch) {
   if (!commit.ok()) {
     if (db.InOpenTransaction()) (void)db.Exec("ROLLBACK");
     record_failure(commit);
-    for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t i = 0; i < results.size(); ++i) {
       if (!results[i].ok()) continue;
       results[i] = commit;
       if (batch[i].chain) batch[i].chain->Fail();

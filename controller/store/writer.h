@@ -5,6 +5,11 @@
 // undone alone and the others still commit. Readers use other connections (WAL snapshots)
 // and never wait for this one.
 //
+// Urgent operations (a lease an idle agent waits for) go ahead of the ordinary ones waiting,
+// in their own submission order, and a transaction closes once it has run for
+// Options::max_batch_ms, so an urgent write waits for at most about that long behind bulk
+// ingest instead of for the whole queue (docs/performance.md, "Leases ahead of ingest").
+//
 // Thread-safe. Where completions run:
 //   - a synchronous caller (WriteOp::sync) is woken by the writer thread itself, so a caller
 //     may wait while holding its own locks: the writer never takes a lock of its callers;
@@ -51,6 +56,10 @@ struct WriteOp {
   std::function<void(absl::Status)> done;
   // true: `done` runs on the writer thread and must only wake a waiting caller.
   bool sync = false;
+  // Applied ahead of every ordinary operation still waiting. Only for writes that depend on
+  // nothing queued before them by the same caller (a lease asked after the agent's completion
+  // committed); never in a chain.
+  bool urgent = false;
   std::shared_ptr<WriteChain> chain;  // optional
 };
 
@@ -58,7 +67,10 @@ class Writer {
  public:
   struct Options {
     bool thread = true;       // false: apply on the submitting thread (unit tests)
-    size_t max_batch = 1024;  // operations per transaction
+    size_t max_batch = 1024;  // operations per transaction, at most
+    // A transaction takes no further operation once it has run this long (the one running
+    // finishes; the rest wait for the next transaction, ahead of later submissions).
+    int64_t max_batch_ms = 20;
   };
   using EventSink = std::function<void(const EventBatch& events)>;
 
@@ -88,8 +100,10 @@ class Writer {
  private:
   void WriterLoop();
   void CallbackLoop();
-  // Applies `batch` in one transaction; returns each operation's status.
-  std::vector<absl::Status> ApplyBatch(std::vector<WriteOp>& batch)
+  // Applies `batch` in one transaction; returns the status of each operation applied: the
+  // first results.size() of `batch`, fewer than all when the time budget ran out (with no
+  // budget, `apply_all`, every one).
+  std::vector<absl::Status> ApplyBatch(std::vector<WriteOp>& batch, bool apply_all)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   // Hands each completion to its place (see the class comment); `on_this_thread`: run them
   // all here (no writer thread, or it has stopped).
@@ -105,6 +119,7 @@ class Writer {
   absl::Status fail_for_test_ ABSL_GUARDED_BY(db_mu_);
 
   absl::Mutex queue_mu_;
+  std::deque<WriteOp> urgent_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<WriteOp> queue_ ABSL_GUARDED_BY(queue_mu_);
   std::deque<std::function<void()>> callbacks_ ABSL_GUARDED_BY(queue_mu_);
   bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;

@@ -83,6 +83,11 @@ TEST_F(WriterTest, ConcurrentWritesShareTransactionsAndKeepTheirOrder) {
 }
 
 TEST_F(WriterTest, ManyWritesWaitingAreCommittedInFewTransactions) {
+  // No time budget: a slow machine (or a sanitizer) must not split the batch.
+  writer_.reset();
+  Writer::Options options;
+  options.max_batch_ms = 0;
+  writer_ = std::make_unique<Writer>(*Database::Open(path_), options);
   // Hold the writer busy so that the next writes queue up behind it.
   absl::Notification release;
   WriteOp blocker;
@@ -105,6 +110,65 @@ TEST_F(WriterTest, ManyWritesWaitingAreCommittedInFewTransactions) {
   EXPECT_EQ(Values().size(), 300u);
   // The blocker's transaction and one more: not one per write.
   EXPECT_LE(transactions.load(), 2u);
+}
+
+// Holds the writer in a transaction of its own until released.
+class Blocker {
+ public:
+  explicit Blocker(Writer& writer) {
+    WriteOp op;
+    op.apply = [this](Database&, EventBatch&) {
+      started_.Notify();
+      release_.WaitForNotification();
+      return absl::OkStatus();
+    };
+    writer.Submit(std::move(op));
+    started_.WaitForNotification();
+  }
+  void Release() { release_.Notify(); }
+
+ private:
+  absl::Notification started_, release_;
+};
+
+TEST_F(WriterTest, UrgentWritesGoAheadOfTheOrdinaryOnesWaiting) {
+  Blocker blocker(*writer_);
+  for (int v : {1, 2, 3}) writer_->Submit(Insert(v, nullptr));
+  for (int v : {100, 101}) {
+    WriteOp urgent = Insert(v, nullptr);
+    urgent.urgent = true;
+    writer_->Submit(std::move(urgent));
+  }
+  writer_->Submit(Insert(4, nullptr));
+  blocker.Release();
+  writer_.reset();
+  EXPECT_EQ(Values(), (std::vector<int64_t>{100, 101, 1, 2, 3, 4}));
+}
+
+TEST_F(WriterTest, ATransactionTakesNoMoreWritesOnceItsTimeIsUp) {
+  writer_.reset();
+  Writer::Options options;
+  options.max_batch_ms = 20;
+  writer_ = std::make_unique<Writer>(*Database::Open(path_), options);
+  Writer* writer = writer_.get();
+  Blocker blocker(*writer_);
+  // The first write outlasts the budget, so its transaction closes after it; an urgent write
+  // submitted meanwhile then runs before the ordinary ones that were already in that batch.
+  WriteOp slow = Insert(1, nullptr);
+  slow.apply = [writer, insert = std::move(slow.apply)](Database& db, EventBatch& events) {
+    WriteOp urgent = Insert(100, nullptr);
+    urgent.urgent = true;
+    writer->Submit(std::move(urgent));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    return insert(db, events);
+  };
+  writer_->Submit(std::move(slow));
+  std::atomic<int> done{0};
+  for (int v : {2, 3}) writer_->Submit(Insert(v, [&](absl::Status s) { done += s.ok(); }));
+  blocker.Release();
+  writer_.reset();
+  EXPECT_EQ(Values(), (std::vector<int64_t>{1, 100, 2, 3}));
+  EXPECT_EQ(done.load(), 2) << "the writes put back were applied and reported once";
 }
 
 TEST_F(WriterTest, AFailingWriteIsUndoneAloneAndItsChainStops) {

@@ -3,6 +3,9 @@
 # given flags (plus --controller and --controller-pid), stops the controller.
 #   tests/load/run_swarm.sh BUILD_DIR [agent_swarm flags...]
 # e.g. tests/load/run_swarm.sh build --agents 1000 --seconds 120 --runs 1 --iterations 50
+# CONTROLLER=PATH runs that controller binary instead of BUILD_DIR's (a reference build, for
+# a before/after in the same session); CONTROLLER_ARGS adds flags to it (e.g.
+# CONTROLLER_ARGS="--store-batch-ms 100").
 # Exit: agent_swarm's; 1 also when the smoke expectation (jobs done) fails.
 set -euo pipefail
 build=$1
@@ -14,8 +17,9 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-"$build/bin/tlbfleet-controller" --grpc-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
-  --db "$dir/fleet.db" --ready-file "$dir/ready" --log-level warn >"$dir/controller.log" 2>&1 &
+"${CONTROLLER:-$build/bin/tlbfleet-controller}" --grpc-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+  --db "$dir/fleet.db" --ready-file "$dir/ready" --log-level warn ${CONTROLLER_ARGS:-} \
+  >"$dir/controller.log" 2>&1 &
 controller_pid=$!
 for _ in $(seq 300); do
   grep -q '}' "$dir/ready" 2>/dev/null && break
