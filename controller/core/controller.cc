@@ -363,7 +363,10 @@ void Controller::HandleHeartbeatLocked(Session& session, const v1::Heartbeat& he
   if (heartbeat.state() == v1::AGENT_STATE_RUNNING && !heartbeat.lease_id().empty()) {
     sessions_.SetIdle(session, false, Now());
     session.rebooting = false;
-    session.lease_id = heartbeat.lease_id();
+    // Adopt the agent's lease only if this session holds none (a reconnect). One it holds
+    // stays: the agent may name a stale lease, which the store refuses below; taking that
+    // one instead would let its rejected completion free the session for a second lease.
+    if (session.lease_id.empty()) session.lease_id = heartbeat.lease_id();
     later.Add([this, agent_id = session.agent_id, stream = session.stream,
                lease_id = heartbeat.lease_id(), now = Now()] {
       store_.RenewLeaseAsync(

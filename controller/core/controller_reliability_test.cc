@@ -193,6 +193,31 @@ TEST_F(ControllerReliabilityTest, AnAgentThatLostItsLeaseGetsItBackNotASecondOne
   EXPECT_EQ(restarted.Count(v1::ControllerMessage::kCancel), 0);
 }
 
+// Found by fuzz_agent_message (long run, 2026-12-01): a heartbeat naming a lease the agent does
+// not hold replaced the session's own lease; the rejected completion of that stale lease then
+// freed the session, and the agent was given a second lease while the first was still its.
+TEST_F(ControllerReliabilityTest, AHeartbeatNamingAStaleLeaseDoesNotFreeTheAgentForASecondOne) {
+  FakeChannel a;
+  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
+  const std::string run_id = Submit(kTwoJobs);
+  Heartbeat(a, v1::AGENT_STATE_IDLE);
+  ASSERT_EQ(a.Count(v1::ControllerMessage::kAssignment), 1);
+  const v1::JobAssignment held = *a.LastAssignment();
+  v1::JobAssignment stale = held;
+  stale.set_lease_id("j0a1");
+  stale.set_job_id(0);
+  Heartbeat(a, v1::AGENT_STATE_RUNNING, stale.lease_id());
+  EXPECT_EQ(a.Count(v1::ControllerMessage::kCancel), 1) << "the stale lease is cancelled";
+  Complete(a, stale, 0);
+  Heartbeat(a, v1::AGENT_STATE_IDLE);
+  EXPECT_EQ(a.Count(v1::ControllerMessage::kAssignment), 1) << "no second lease";
+  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 1u);
+  // The lease it holds still completes normally, and then it gets the next job.
+  Samples(a, held, 1);
+  Complete(a, held, 1);
+  EXPECT_EQ(a.Count(v1::ControllerMessage::kAssignment), 2);
+}
+
 TEST_F(ControllerReliabilityTest, FailedSampleWritesCloseTheStreamAndTheCompletionIsNotJudged) {
   FakeChannel a;
   ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
