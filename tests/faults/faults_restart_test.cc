@@ -172,6 +172,14 @@ TEST_F(RestartFaultTest, ConfigurationThatCannotWorkIsRefusedAtStartNamingTheFla
   EXPECT_NE(out.find("--heartbeat-seconds 5: must be at most half of --lease-seconds 2"),
             std::string::npos)
       << out;
+  // A store transaction budget out of range: refused before the database is made.
+  EXPECT_EQ(RunTool({controller, "--grpc-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+                     "--db", dir_.path() + "/y.db", "--store-batch-ms", "-5"},
+                    &out),
+            2);
+  EXPECT_NE(out.find("--store-batch-ms: Value -5 not in range 0 to 60000"), std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/y.db"));
   // A database on a read-only file system: new, and existing.
   const std::string ro = dir_.path() + "/ro";
   std::filesystem::create_directories(ro);
