@@ -166,6 +166,10 @@ uint64_t LostEventsFromStats(const std::string& stats_text) {
 }
 
 int CleanStaleTraceInstances() {
+  // An instance is stale when its owner's pid is gone, which only the host's PID namespace can
+  // tell: from a namespace of its own, every other agent's live instance would look stale and
+  // be destroyed under it (their jobs then failed with ENODEV enabling tlb:tlb_flush).
+  if (!CheckInitialPidNamespace().ok()) return 0;
   // Listed by hand: libtracefs 1.6's tracefs_instances(regex) never frees its compiled regex.
   const char* tracing_dir = tracefs_tracing_dir();
   if (tracing_dir == nullptr) return 0;

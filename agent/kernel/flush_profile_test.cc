@@ -408,5 +408,41 @@ TEST(FlushProfileRealHostTest, StaleInstancesOfDeadProcessesAreRemoved) {
   UndoMounts(mounts);
 }
 
+// Seen in CI (2026-12-01): an agent in a PID namespace of its own, cleaning up at start, took
+// every other agent's live instance for stale (their owners' pids are not visible there) and
+// destroyed it under a running job.
+TEST(FlushProfileRealHostTest, ACleanupFromInsideAPidNamespaceLeavesLiveInstancesAlone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "tracefs instances and unshare need root";
+  Sysroot real;
+  MountReport mounts;
+  MountIfMissing(real, "tracefs", kTracefsDir, mounts);
+  const std::string instances = std::string(kTracefsDir) + "/instances/";
+  if (!real.IsDirectory(instances)) {
+    UndoMounts(mounts);
+    GTEST_SKIP() << "no tracefs at " << kTracefsDir;
+  }
+  const std::string live = instances + "tlbfleet-" + std::to_string(::getpid()) + "-998";
+  ASSERT_EQ(::mkdir(live.c_str(), 0700), 0) << std::strerror(errno);
+  pid_t outer = ::fork();
+  ASSERT_GE(outer, 0);
+  if (outer == 0) {
+    if (::unshare(CLONE_NEWPID) != 0) ::_exit(3);
+    pid_t inner = ::fork();  // in the new namespace, where this test's pid does not exist
+    if (inner == 0) ::_exit(CleanStaleTraceInstances() == 0 ? 0 : 1);
+    int status = 0;
+    ::waitpid(inner, &status, 0);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(outer, &status, 0), outer);
+  const bool survived = real.IsDirectory(live);
+  ::rmdir(live.c_str());
+  UndoMounts(mounts);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "unshare(CLONE_NEWPID) not permitted here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the cleanup removed something";
+  EXPECT_TRUE(survived) << "a live instance was destroyed";
+}
+
 }  // namespace
 }  // namespace tlbfleet::agent
