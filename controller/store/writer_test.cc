@@ -234,6 +234,9 @@ TEST_F(WriterTest, ASynchronousWriterIsWokenEvenWhileTheCallbackThreadIsBlocked)
   sync.sync = true;
   writer_->Submit(std::move(sync));
   EXPECT_TRUE(sync_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  // The callback thread may still be inside sync_done's wait: stop it before the notifications
+  // go out of scope (a clean-clone run hung here, the callback spinning on a dead Notification).
+  writer_.reset();
 }
 
 }  // namespace
