@@ -14,6 +14,7 @@ packages=(
   libssl-dev libsystemd-dev systemd  # sd_notify; systemd-analyze verify of deploy/systemd
   prometheus-cpp-dev prometheus  # metrics (prometheus-cpp); promtool and the server in tests
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev  # the fuzz preset: libFuzzer, ASan + UBSan under clang
   util-linux procps
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip binutils
   chromium  # the dashboard's browser tests (Playwright drives it headless; no browser download)
