@@ -1,7 +1,10 @@
 #include "controller/cli/yaml_documents.h"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "controller/cli/commands.h"
 #include "controller/cli/exit_codes.h"
@@ -46,7 +49,10 @@ class MultiDocumentSubmitTest : public ::testing::Test {
     commands_ = std::make_unique<Commands>(*client_, out_, err_, clock_, false);
   }
   std::string Write(const std::string& contents) {
-    std::string path = ::testing::TempDir() + "/multi.yaml";
+    // One file per test and process: CTest runs this suite's tests in parallel processes,
+    // and a shared name let one test read the other's half-written file.
+    std::string path = ::testing::TempDir() + "/multi-" + std::to_string(::getpid()) + "-" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".yaml";
     std::ofstream(path) << contents;
     return path;
   }
