@@ -63,33 +63,38 @@ absl::StatusOr<IngestResult> Ingest(Database& db, const std::string& agent_id,
                  " ceiling_applied, ceiling, ceiling_observed, peer_host, boot_entry) VALUES(?1,"
                  " ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
                  " ?19, ?20, ?21, ?22, ?23, ?24)"));
+  // Text is bound uncopied: `batch`, `agent_id` and these copies outlive every insert (a
+  // Text() temporary would not: it dies at the end of the binding expression).
+  const std::string arm = job.Text(2);
+  const std::string param_name = job.Text(3);
+  const std::string param_value = job.Text(4);
   for (const v1::Sample& sm : batch.samples()) {
     ins.Bind(1, run_id)
         .Bind(2, job_id)
-        .Bind(3, batch.lease_id())
+        .BindUncopied(3, batch.lease_id())
         .Bind(4, static_cast<int64_t>(sm.seq()))
-        .Bind(5, job.Text(2))
-        .Bind(6, job.Text(3))
-        .Bind(7, job.Text(4))
+        .BindUncopied(5, arm)
+        .BindUncopied(6, param_name)
+        .BindUncopied(7, param_value)
         .Bind(8, job.Int(5))
-        .Bind(9, sm.metric())
-        .Bind(10, sm.series())
+        .BindUncopied(9, sm.metric())
+        .BindUncopied(10, sm.series())
         .Bind(11, sm.value())
-        .Bind(12, sm.unit())
+        .BindUncopied(12, sm.unit())
         .Bind(13, static_cast<int64_t>(sm.better()))
-        .Bind(14, agent_id)
-        .Bind(15, sm.host())
-        .Bind(16, sm.boot_id())
-        .Bind(17, sm.kernel_release())
-        .Bind(18, sm.kernel_cmdline())
-        .Bind(19, sm.microarch())
+        .BindUncopied(14, agent_id)
+        .BindUncopied(15, sm.host())
+        .BindUncopied(16, sm.boot_id())
+        .BindUncopied(17, sm.kernel_release())
+        .BindUncopied(18, sm.kernel_cmdline())
+        .BindUncopied(19, sm.microarch())
         .Bind(20, static_cast<int64_t>(sm.ceiling_applied()))
         .Bind(21, sm.ceiling_applied() || sm.ceiling_observed()
                       ? std::optional<int64_t>(sm.ceiling())
                       : std::nullopt)
         .Bind(22, static_cast<int64_t>(sm.ceiling_observed()))
-        .Bind(23, sm.peer_host())
-        .Bind(24, sm.boot_entry());
+        .BindUncopied(23, sm.peer_host())
+        .BindUncopied(24, sm.boot_entry());
     TLB_RETURN_IF_ERROR(ins.Run());
     result.stored += static_cast<uint64_t>(db.Changes());
     result.through_seq = std::max<uint64_t>(result.through_seq, sm.seq());
