@@ -247,4 +247,34 @@ double QueryNumber(const std::string& db_path, const std::string& sql) {
   return value;
 }
 
+std::vector<std::vector<std::string>> QueryRows(const std::string& db_path,
+                                                const std::string& sql) {
+  std::vector<std::vector<std::string>> rows;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        std::vector<std::string> row;
+        for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
+          const unsigned char* text = sqlite3_column_text(stmt, i);
+          row.emplace_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+        }
+        rows.push_back(std::move(row));
+      }
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return rows;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace tlbfleet::testing

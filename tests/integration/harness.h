@@ -51,6 +51,13 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output,
 int64_t QueryInt(const std::string& db_path, const std::string& sql);
 double QueryNumber(const std::string& db_path, const std::string& sql);
 
+// Every row of `sql`, run read-only on the SQLite file `db_path` (waiting up to 5 s for the
+// controller's writer), each column as text (NULL as ""); no rows when the query fails.
+std::vector<std::vector<std::string>> QueryRows(const std::string& db_path, const std::string& sql);
+
+// The whole file at `path`; "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path);
+
 // A unique temp directory, removed on destruction.
 class TempDir {
  public:

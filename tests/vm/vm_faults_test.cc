@@ -52,13 +52,6 @@ constexpr char kJournalFile[] = "/var/lib/tlbfleet-agent/ceiling-journal";
 std::string LabScript() { return std::string(TLBFLEET_SOURCE_DIR) + "/deploy/vm-lab/lab"; }
 std::string LabDir() { return TLBFLEET_VM_FAULTS_DIR; }
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string Tail(const std::string& s, size_t n) {
   return s.size() > n ? s.substr(s.size() - n) : s;
 }
@@ -96,31 +89,6 @@ std::string Exec(int guest, const std::string& command) {
 
 std::string Console(int guest) {
   return ReadWholeFile(LabDir() + "/run/vm" + std::to_string(guest) + ".log");
-}
-
-// Rows of a query on the controller's SQLite file, every column as text (NULL as "").
-std::vector<std::vector<std::string>> Query(const std::string& db_path, const std::string& sql) {
-  std::vector<std::vector<std::string>> rows;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return rows;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const unsigned char* text = sqlite3_column_text(stmt, i);
-        row.emplace_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
-      }
-      rows.push_back(std::move(row));
-    }
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return rows;
 }
 
 // A controller on 127.0.0.1:`port` ("0": any) over the database in `dir`, restartable on the
@@ -218,9 +186,9 @@ class LeaseWatcher {
   explicit LeaseWatcher(std::string db_path) : db_path_(std::move(db_path)) {
     thread_ = std::thread([this] {
       while (!stop_.load()) {
-        auto two = Query(db_path_,
-                         "SELECT agent_id, group_concat(lease_id) FROM jobs WHERE state = "
-                         "'leased' GROUP BY agent_id HAVING COUNT(*) > 1");
+        auto two = QueryRows(db_path_,
+                             "SELECT agent_id, group_concat(lease_id) FROM jobs WHERE state = "
+                             "'leased' GROUP BY agent_id HAVING COUNT(*) > 1");
         std::string run;
         {
           std::lock_guard<std::mutex> lock(mu_);
@@ -229,8 +197,8 @@ class LeaseWatcher {
         }
         if (!run.empty()) {
           auto holders =
-              Query(db_path_, "SELECT DISTINCT agent_id FROM jobs WHERE run_id = " + run +
-                                  " AND state = 'leased'");
+              QueryRows(db_path_, "SELECT DISTINCT agent_id FROM jobs WHERE run_id = " + run +
+                                      " AND state = 'leased'");
           std::lock_guard<std::mutex> lock(mu_);
           for (const auto& row : holders) holders_.insert(row[0]);
         }
@@ -357,8 +325,8 @@ TEST_F(VmFaultTest, AgentKilledMidJobRestoresTheCeilingAndKeepsItsSlot) {
   std::string holder, lease, arm_value;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto rows = Query(controller_->db(),
-                          "SELECT agent_id, lease_id, arm FROM jobs" + r + " AND state = 'leased'");
+        auto rows = QueryRows(controller_->db(), "SELECT agent_id, lease_id, arm FROM jobs" + r +
+                                                     " AND state = 'leased'");
         if (rows.size() != 1) return false;
         holder = rows[0][0];
         lease = rows[0][1];
@@ -430,10 +398,10 @@ TEST_F(VmFaultTest, AgentKilledMidJobRestoresTheCeilingAndKeepsItsSlot) {
   EXPECT_NE(controller_->Log().find("the agent came back without it; re-queued"),
             std::string::npos);
   // Every sample says its arm's ceiling was applied.
-  for (const auto& row : Query(controller_->db(),
-                               "SELECT arm, MIN(ceiling_applied), MIN(ceiling), MAX(ceiling) "
-                               "FROM samples" +
-                                   r + " GROUP BY arm")) {
+  for (const auto& row : QueryRows(controller_->db(),
+                                   "SELECT arm, MIN(ceiling_applied), MIN(ceiling), MAX(ceiling) "
+                                   "FROM samples" +
+                                       r + " GROUP BY arm")) {
     const std::string want = row[0] == "ceiling-512" ? "512" : "1";
     EXPECT_EQ(row[1], "1") << row[0];
     EXPECT_EQ(row[2], want) << row[0];
@@ -483,8 +451,8 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
       << "the guest did not reboot" << Diagnostics(1);
   // Boot 1's samples, as they were before the reboot, and the stored reboot request.
   const auto boot1 =
-      Query(controller_->db(),
-            "SELECT id, boot_id, arm, metric, value FROM samples" + r + " ORDER BY id");
+      QueryRows(controller_->db(),
+                "SELECT id, boot_id, arm, metric, value FROM samples" + r + " ORDER BY id");
   EXPECT_EQ(boot1.size(), 2u * kSamplesPerJob);
   for (const auto& row : boot1) EXPECT_EQ(row[1], first_boot);
   EXPECT_EQ(Q("SELECT COUNT(*) FROM reboot_requests WHERE run_id = " + run_id), 1);
@@ -509,8 +477,9 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
   EXPECT_EQ(watcher.TwoLeases(), "") << "an agent held two leases";
   EXPECT_EQ(Q("SELECT COUNT(*) FROM reboot_requests"), 0);
   // Boot 1's samples are kept as they were; boot 2's come from another boot of the guest.
-  const auto all = Query(controller_->db(), "SELECT id, boot_id, arm, metric, value FROM samples" +
-                                                r + " ORDER BY id");
+  const auto all =
+      QueryRows(controller_->db(),
+                "SELECT id, boot_id, arm, metric, value FROM samples" + r + " ORDER BY id");
   ASSERT_EQ(all.size(), 4u * kSamplesPerJob);
   for (size_t i = 0; i < boot1.size(); ++i) EXPECT_EQ(all[i], boot1[i]) << "sample " << i;
   std::set<std::string> later_boots;
@@ -518,10 +487,11 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
   EXPECT_EQ(later_boots.size(), 1u);
   EXPECT_EQ(later_boots.count(first_boot), 0u) << "boot 2 ran on boot 1's boot_id";
   // Each boot holds both arms, each with its ceiling.
-  for (const auto& row : Query(controller_->db(),
-                               "SELECT boot_id, arm, COUNT(*), MIN(ceiling_applied), MIN(ceiling) "
-                               "FROM samples" +
-                                   r + " GROUP BY 1, 2")) {
+  for (const auto& row :
+       QueryRows(controller_->db(),
+                 "SELECT boot_id, arm, COUNT(*), MIN(ceiling_applied), MIN(ceiling) "
+                 "FROM samples" +
+                     r + " GROUP BY 1, 2")) {
     EXPECT_EQ(row[2], std::to_string(kSamplesPerJob)) << row[0] << " " << row[1];
     EXPECT_EQ(row[3], "1");
     EXPECT_EQ(row[4], row[1] == "ceiling-512" ? "512" : "1");

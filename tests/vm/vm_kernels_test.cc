@@ -42,13 +42,6 @@ using namespace std::chrono_literals;
 std::string LabScript() { return std::string(TLBFLEET_SOURCE_DIR) + "/deploy/vm-lab/lab"; }
 std::string LabDir() { return TLBFLEET_VM_KERNELS_DIR; }
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 int Lab(std::vector<std::string> args, std::string* output) {
   std::vector<std::string> argv = {"/bin/bash", LabScript()};
   argv.insert(argv.end(), args.begin(), args.end());

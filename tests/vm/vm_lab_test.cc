@@ -57,13 +57,6 @@ std::string LabDir() {
   return env != nullptr ? env : TLBFLEET_VM_LAB_DIR;
 }
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string Tail(const std::string& text, size_t max_chars) {
   return text.size() <= max_chars ? text : "…" + text.substr(text.size() - max_chars);
 }

@@ -41,13 +41,6 @@ using namespace std::chrono_literals;
 std::string LabScript() { return std::string(TLBFLEET_SOURCE_DIR) + "/deploy/vm-lab/lab"; }
 std::string LabDir() { return TLBFLEET_VM_NIGHTLY_DIR; }
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string Tail(const std::string& s, size_t n) {
   return s.size() > n ? s.substr(s.size() - n) : s;
 }
