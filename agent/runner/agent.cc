@@ -22,6 +22,7 @@
 #include "agent/runner/assignment_check.h"
 #include "agent/runner/backoff.h"
 #include "agent/runner/paths.h"
+#include "agent/runner/sample_batch.h"
 #include "agent/runner/spool.h"
 #include "agent/runner/state_lock.h"
 #include "common/grpc_keepalive.h"
@@ -146,7 +147,9 @@ class Agent::Impl {
   void SendNote(const std::string& text);
   void SenderLoop(grpc::ClientContext* ctx);
   bool Send(const v1::AgentMessage& message);
-  bool SendRecord(const v1::SpooledJob& record);
+  // Sends a finished job's samples and completion; `share_origin`: the controller accepts
+  // SampleBatch.shared_origin (ShareOrigin).
+  bool SendRecord(const v1::SpooledJob& record, bool share_origin);
   void JobThread(Job* job, const HostContext& host);
   // Spools `record` and queues it for sending; marks `job` (if any) done in the same step,
   // so a controller that reacts to the completion finds the agent idle.
@@ -177,6 +180,7 @@ class Agent::Impl {
   bool conn_stop_ ABSL_GUARDED_BY(mu_) = false;  // the current stream is being torn down
   grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   unsigned heartbeat_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  bool accepts_shared_origin_ ABSL_GUARDED_BY(mu_) = false;  // the controller's Welcome
   v1::HostInfo host_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> unsent_ ABSL_GUARDED_BY(mu_);  // finished leases to (re)send
@@ -370,7 +374,7 @@ bool Agent::Impl::Send(const v1::AgentMessage& message) {
   return stream_ != nullptr && stream_->Write(message);
 }
 
-bool Agent::Impl::SendRecord(const v1::SpooledJob& record) {
+bool Agent::Impl::SendRecord(const v1::SpooledJob& record, bool share_origin) {
   const v1::JobAssignment& a = record.assignment();
   for (int from = 0; from < record.samples_size(); from += kSamplesPerBatch) {
     v1::AgentMessage message;
@@ -379,6 +383,7 @@ bool Agent::Impl::SendRecord(const v1::SpooledJob& record) {
     batch->set_job_id(a.job_id());
     int to = std::min(record.samples_size(), from + kSamplesPerBatch);
     for (int i = from; i < to; ++i) *batch->add_samples() = record.samples(i);
+    if (share_origin) ShareOrigin(*batch);
     if (!Send(message)) return false;
   }
   v1::AgentMessage message;
@@ -431,6 +436,7 @@ void Agent::Impl::SenderLoop(grpc::ClientContext* ctx) {
       unsent_.pop_front();
       std::optional<v1::SpooledJob> record;
       if (auto it = unspooled_.find(lease); it != unspooled_.end()) record = it->second;
+      const bool share_origin = accepts_shared_origin_;
       mu_.Unlock();
       if (!record.has_value()) {
         absl::StatusOr<v1::SpooledJob> read = spool_.Read(lease);
@@ -440,7 +446,7 @@ void Agent::Impl::SenderLoop(grpc::ClientContext* ctx) {
           spdlog::error("cannot resend lease={}: {}", lease, std::string(read.status().message()));
         }
       }
-      if (record.has_value()) ok = SendRecord(*record);
+      if (record.has_value()) ok = SendRecord(*record, share_origin);
       mu_.Lock();
     } else {
       cv_.WaitWithDeadline(&mu_, next_heartbeat);
@@ -499,6 +505,7 @@ void Agent::Impl::OnWelcome(const v1::Welcome& welcome) {
   connected_ = true;
   heartbeat_seconds_ = welcome.heartbeat_seconds() > 0 ? welcome.heartbeat_seconds()
                                                        : options_.default_heartbeat_seconds;
+  accepts_shared_origin_ = welcome.accepts_shared_origin();
   std::set<std::string> resend;
   for (const v1::SpooledJob& job : spooled) resend.insert(job.assignment().lease_id());
   for (const auto& [lease, record] : unspooled_) resend.insert(lease);

@@ -207,11 +207,11 @@ class AgentTest : public ::testing::Test {
   }
 
   // Waits for the agent's Hello and welcomes it.
-  v1::Hello Handshake(size_t* cursor) {
+  v1::Hello Handshake(size_t* cursor, v1::ControllerMessage welcome = Welcome()) {
     std::optional<v1::AgentMessage> hello = controller_.Await(IsHello, cursor);
     EXPECT_TRUE(hello.has_value()) << "no Hello";
     if (!hello.has_value()) return {};
-    EXPECT_TRUE(controller_.Send(Welcome()));
+    EXPECT_TRUE(controller_.Send(welcome));
     return hello->hello();
   }
 
@@ -240,6 +240,40 @@ class AgentTest : public ::testing::Test {
   absl::Status run_status_;
 };
 
+TEST_F(AgentTest, AControllerThatAcceptsASharedOriginGetsItOncePerBatch) {
+  StartAgent();
+  size_t cursor = 0;
+  v1::ControllerMessage welcome = Welcome();
+  welcome.mutable_welcome()->set_accepts_shared_origin(true);
+  v1::Hello hello = Handshake(&cursor, welcome);
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Send(
+      Assign("lease-a", std::string("echo '") + kMetric + "'; echo '" + kMetric + "'")));
+  std::optional<v1::AgentMessage> batch = controller_.Await(IsBatchOf("lease-a"), &cursor);
+  ASSERT_TRUE(batch.has_value());
+  const v1::SampleBatch& b = batch->samples();
+  ASSERT_EQ(b.samples_size(), 2);
+  EXPECT_EQ(b.shared_origin().host(), "fake-host");
+  EXPECT_EQ(b.shared_origin().boot_id(), hello.host().boot_id());
+  EXPECT_EQ(b.shared_origin().microarch(), "IvyBridge");
+  for (const v1::Sample& s : b.samples()) {
+    EXPECT_EQ(s.host(), "");
+    EXPECT_EQ(s.boot_id(), "");
+    EXPECT_EQ(s.microarch(), "");
+    EXPECT_EQ(s.agent_id(), agent_->agent_id()) << "not a provenance field: kept";
+  }
+  // What the agent spooled keeps every field (a resend may go to another controller).
+  std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf("lease-a"), &cursor);
+  ASSERT_TRUE(done.has_value());
+  absl::StatusOr<Spool> spool = Spool::Open(state_dir_);
+  ASSERT_TRUE(spool.ok()) << spool.status();
+  absl::StatusOr<v1::SpooledJob> spooled = spool->Read("lease-a");
+  ASSERT_TRUE(spooled.ok()) << spooled.status();
+  ASSERT_EQ(spooled->samples_size(), 2);
+  EXPECT_EQ(spooled->samples(0).host(), "fake-host");
+  StopAgent();
+}
+
 TEST_F(AgentTest, HelloWelcomeJobAndAck) {
   StartAgent();
   size_t cursor = 0;
@@ -262,7 +296,10 @@ TEST_F(AgentTest, HelloWelcomeJobAndAck) {
   ASSERT_EQ(batch->samples().samples_size(), 2);
   EXPECT_EQ(batch->samples().job_id(), 11);
   EXPECT_EQ(batch->samples().samples(1).seq(), 1u);
+  // This controller's Welcome does not accept a shared origin: every sample carries its own.
   EXPECT_EQ(batch->samples().samples(1).host(), "fake-host");
+  EXPECT_FALSE(batch->samples().samples(1).boot_id().empty());
+  EXPECT_FALSE(batch->samples().has_shared_origin());
   EXPECT_EQ(batch->samples().samples(1).agent_id(), agent_->agent_id());
   std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf("lease-a"), &cursor);
   ASSERT_TRUE(done.has_value());

@@ -71,7 +71,8 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
       }
       registered_ = true;
     } else {
-      controller_.OnMessage(this, incoming_);
+      // Moved: the next read parses into a fresh message.
+      controller_.OnMessage(this, std::move(incoming_));
     }
     StartRead(&incoming_);
   }

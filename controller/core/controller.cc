@@ -291,6 +291,7 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello,
         static_cast<uint32_t>(std::max<int64_t>(1, options_.heartbeat_ms / 1000)));
     welcome.mutable_welcome()->set_lease_seconds(
         static_cast<uint32_t>(std::max<int64_t>(1, options_.lease_ms / 1000)));
+    welcome.mutable_welcome()->set_accepts_shared_origin(true);  // store/results.cc
     channel->Send(welcome);
     hub_.Post([agent_id, host](FleetObserver& o) { o.OnAgentConnected(agent_id, host); });
     // The agent becomes dispatchable with its first idle heartbeat, after it has replayed its
@@ -327,7 +328,7 @@ void Controller::Unregister(AgentChannel* channel) {
   later.Run();
 }
 
-void Controller::OnMessage(AgentChannel* channel, const v1::AgentMessage& message) {
+void Controller::OnMessage(AgentChannel* channel, v1::AgentMessage message) {
   Later later;
   {
     absl::MutexLock lock(&mu_);
@@ -340,7 +341,8 @@ void Controller::OnMessage(AgentChannel* channel, const v1::AgentMessage& messag
         HandleHeartbeatLocked(*session, message.heartbeat(), later);
         break;
       case v1::AgentMessage::kSamples:
-        HandleSamplesLocked(*session, message.samples(), later);
+        // Moved, not copied: a batch is the bulk of what agents send.
+        HandleSamplesLocked(*session, std::move(*message.mutable_samples()), later);
         break;
       case v1::AgentMessage::kComplete:
         HandleCompleteLocked(*session, message.complete(), later);
@@ -411,14 +413,18 @@ void Controller::HandleHeartbeatLocked(Session& session, const v1::Heartbeat& he
   }
 }
 
-void Controller::HandleSamplesLocked(Session& session, const v1::SampleBatch& batch, Later& later) {
+void Controller::HandleSamplesLocked(Session& session, v1::SampleBatch&& batch, Later& later) {
   later.Add([this, agent_id = session.agent_id, stream = session.stream, chain = session.chain,
-             batch, renew_until = Now() + options_.lease_ms] {
+             batch = std::move(batch), renew_until = Now() + options_.lease_ms]() mutable {
     const auto started = std::chrono::steady_clock::now();
+    // Read before the batch moves to the store (argument order is unspecified).
+    std::string lease_id = batch.lease_id();
+    const int64_t job_id = batch.job_id();
+    const int n = batch.samples_size();
     store_.IngestSamplesAsync(
-        agent_id, batch, renew_until, chain,
-        Tracked<store::IngestResult>([this, agent_id, stream, lease_id = batch.lease_id(),
-                                      job_id = batch.job_id(), n = batch.samples_size(),
+        agent_id, std::move(batch), renew_until, chain,
+        Tracked<store::IngestResult>([this, agent_id, stream, lease_id = std::move(lease_id),
+                                      job_id, n,
                                       started](absl::StatusOr<store::IngestResult> result) {
           v1::SampleBatch summary;
           summary.set_lease_id(lease_id);

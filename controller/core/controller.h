@@ -121,7 +121,7 @@ class Controller {
   //                        (A stream from an earlier boot of the host is replaced instead.)
   absl::Status Register(AgentChannel* channel, const v1::Hello& hello,
                         const std::string& principal = "");
-  void OnMessage(AgentChannel* channel, const v1::AgentMessage& message);
+  void OnMessage(AgentChannel* channel, v1::AgentMessage message);
   // The stream closed. Frees the agent id for its next stream.
   void Unregister(AgentChannel* channel);
 
@@ -199,7 +199,7 @@ class Controller {
 
   void HandleHeartbeatLocked(Session& session, const v1::Heartbeat& heartbeat, Later& later)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleSamplesLocked(Session& session, const v1::SampleBatch& batch, Later& later)
+  void HandleSamplesLocked(Session& session, v1::SampleBatch&& batch, Later& later)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleCompleteLocked(Session& session, const v1::JobComplete& complete, Later& later)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

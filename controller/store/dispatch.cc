@@ -387,10 +387,17 @@ absl::StatusOr<ExpiredLease> TakeBack(Database& db, EventBatch& events, const He
   e.job_id = job.job_id;
   e.lease_id = job.lease_id;
   e.agent_id = job.agent_id;
-  TLB_ASSIGN_OR_RETURN(Statement drop,
-                       db.Prepare("DELETE FROM samples WHERE job_id = ?1 AND lease_id = ?2"));
+  // The lease's samples go, values first (they refer to their source).
+  TLB_ASSIGN_OR_RETURN(
+      Statement drop,
+      db.Prepare("DELETE FROM sample_values WHERE source_id IN (SELECT id FROM sample_sources"
+                 " WHERE job_id = ?1 AND lease_id = ?2)"));
   TLB_RETURN_IF_ERROR(drop.Bind(1, job.job_id).Bind(2, job.lease_id).Run());
   const int64_t dropped = db.Changes();
+  TLB_ASSIGN_OR_RETURN(
+      Statement drop_sources,
+      db.Prepare("DELETE FROM sample_sources WHERE job_id = ?1 AND lease_id = ?2"));
+  TLB_RETURN_IF_ERROR(drop_sources.Bind(1, job.job_id).Bind(2, job.lease_id).Run());
   if (dropped > 0) {
     TLB_ASSIGN_OR_RETURN(Statement uncount,
                          db.Prepare("UPDATE runs SET samples = samples - ?2 WHERE id = ?1"));

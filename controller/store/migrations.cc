@@ -392,6 +392,79 @@ ALTER TABLE samples_v13 RENAME TO samples;
 CREATE UNIQUE INDEX samples_by_job_lease ON samples(job_id, lease_id, seq);
 CREATE INDEX samples_by_run ON samples(run_id, metric, param_value, arm);
 )sql"},
+      {14, "samples: what a lease's samples share stored once, the values in one B-tree",
+       R"sql(
+-- Every sample row repeated what all samples of a lease share: the job's arm, parameter and
+-- iteration, the lease and agent ids, and where it ran (host, boot id, kernel release and
+-- command line, microarchitecture, peer, boot entry): about 300 bytes of a real agent's
+-- sample, written to the table, the WAL and two indexes. sample_sources holds that once per
+-- lease (once per distinct provenance, should a lease's samples differ); sample_values holds
+-- the rest, keyed by (source, seq) in a table that is its own index: one B-tree insert per
+-- sample. The key still refuses a replayed sample (a source belongs to one lease). The view
+-- `samples` shows the old columns (all but the row id) for reading.
+CREATE TABLE sample_sources (
+  id             INTEGER PRIMARY KEY,
+  run_id         INTEGER NOT NULL REFERENCES runs(id),
+  job_id         INTEGER NOT NULL REFERENCES jobs(id),
+  lease_id       TEXT NOT NULL,
+  arm            TEXT NOT NULL,
+  param_name     TEXT NOT NULL,
+  param_value    TEXT NOT NULL,
+  iteration      INTEGER NOT NULL,
+  agent_id       TEXT NOT NULL,
+  host           TEXT NOT NULL,
+  boot_id        TEXT NOT NULL,
+  kernel_release TEXT NOT NULL,
+  kernel_cmdline TEXT NOT NULL,
+  microarch      TEXT NOT NULL,
+  peer_host      TEXT NOT NULL,
+  boot_entry     TEXT NOT NULL
+);
+CREATE UNIQUE INDEX sample_sources_by_lease ON sample_sources(job_id, lease_id, host, boot_id,
+  kernel_release, kernel_cmdline, microarch, peer_host, boot_entry);
+CREATE INDEX sample_sources_by_run ON sample_sources(run_id);
+CREATE TABLE sample_values (
+  source_id        INTEGER NOT NULL REFERENCES sample_sources(id),
+  seq              INTEGER NOT NULL,
+  metric           TEXT NOT NULL,
+  series           TEXT NOT NULL,
+  value            REAL NOT NULL,
+  unit             TEXT NOT NULL,
+  better           INTEGER NOT NULL,
+  ceiling_applied  INTEGER NOT NULL,
+  ceiling          INTEGER,
+  ceiling_observed INTEGER NOT NULL,
+  PRIMARY KEY (source_id, seq)
+) WITHOUT ROWID;
+-- Columns a job or lease fixes (run, arm, parameter, iteration, agent) are taken from any of
+-- the group's rows: they are the same in all.
+INSERT INTO sample_sources(run_id, job_id, lease_id, arm, param_name, param_value, iteration,
+    agent_id, host, boot_id, kernel_release, kernel_cmdline, microarch, peer_host, boot_entry)
+  SELECT run_id, job_id, lease_id, arm, param_name, param_value, iteration, agent_id, host,
+    boot_id, kernel_release, kernel_cmdline, microarch, peer_host, boot_entry
+  FROM samples
+  GROUP BY job_id, lease_id, host, boot_id, kernel_release, kernel_cmdline, microarch,
+    peer_host, boot_entry
+  ORDER BY MIN(id);
+-- A plain INSERT: a key collision fails the migration (and rolls it back) rather than drop a
+-- sample; samples_by_job_lease made one impossible.
+INSERT INTO sample_values(source_id, seq, metric, series, value, unit, better, ceiling_applied,
+    ceiling, ceiling_observed)
+  SELECT src.id, s.seq, s.metric, s.series, s.value, s.unit, s.better, s.ceiling_applied,
+    s.ceiling, s.ceiling_observed
+  FROM samples s JOIN sample_sources src ON src.job_id = s.job_id AND src.lease_id = s.lease_id
+    AND src.host = s.host AND src.boot_id = s.boot_id AND src.kernel_release = s.kernel_release
+    AND src.kernel_cmdline = s.kernel_cmdline AND src.microarch = s.microarch
+    AND src.peer_host = s.peer_host AND src.boot_entry = s.boot_entry
+  ORDER BY s.id;
+DROP TABLE samples;
+CREATE VIEW samples AS
+  SELECT src.run_id, src.job_id, src.lease_id, v.seq, src.arm, src.param_name, src.param_value,
+    src.iteration, v.metric, v.series, v.value, v.unit, v.better, src.agent_id, src.host,
+    src.boot_id, src.kernel_release, src.kernel_cmdline, src.microarch, v.ceiling_applied,
+    v.ceiling, v.ceiling_observed, src.peer_host, src.boot_entry, v.source_id
+  FROM sample_values v JOIN sample_sources src ON src.id = v.source_id;
+)sql"},
   };
   return kMigrations;
 }

@@ -35,6 +35,90 @@ absl::StatusOr<std::string> CeilingMismatch(Database& db, const std::string& lea
   return s.ok() ? std::string() : std::string(s.message());
 }
 
+// What every sample of one lease shares, from the job row Ingest() read (columns 2-5: arm,
+// parameter name and value, iteration).
+struct LeaseOfSamples {
+  int64_t job_id;
+  int64_t run_id;
+  const std::string* lease_id;
+  const std::string* agent_id;
+  const Statement* job;
+};
+
+// A sample's provenance: its own fields, or where one is empty the batch's shared origin
+// (SampleBatch.shared_origin, agent.proto).
+struct Origin {
+  Origin(const v1::Sample& s, const v1::SampleOrigin& shared)
+      : host(Pick(s.host(), shared.host())),
+        boot_id(Pick(s.boot_id(), shared.boot_id())),
+        kernel_release(Pick(s.kernel_release(), shared.kernel_release())),
+        kernel_cmdline(Pick(s.kernel_cmdline(), shared.kernel_cmdline())),
+        microarch(Pick(s.microarch(), shared.microarch())),
+        peer_host(Pick(s.peer_host(), shared.peer_host())),
+        boot_entry(Pick(s.boot_entry(), shared.boot_entry())) {}
+  static const std::string* Pick(const std::string& own, const std::string& shared) {
+    return own.empty() ? &shared : &own;
+  }
+  bool operator==(const Origin& o) const {
+    return *host == *o.host && *boot_id == *o.boot_id && *kernel_release == *o.kernel_release &&
+           *kernel_cmdline == *o.kernel_cmdline && *microarch == *o.microarch &&
+           *peer_host == *o.peer_host && *boot_entry == *o.boot_entry;
+  }
+
+  const std::string* host;
+  const std::string* boot_id;
+  const std::string* kernel_release;
+  const std::string* kernel_cmdline;
+  const std::string* microarch;
+  const std::string* peer_host;
+  const std::string* boot_entry;
+};
+
+// The sample_sources row of `lease`'s samples taken at `origin` (migration 14), created on
+// its first sample.
+absl::StatusOr<int64_t> SourceId(Database& db, const LeaseOfSamples& lease, const Origin& origin) {
+  TLB_ASSIGN_OR_RETURN(
+      Statement find, db.Prepare("SELECT id FROM sample_sources WHERE job_id = ?1 AND lease_id = ?2"
+                                 " AND host = ?3 AND boot_id = ?4 AND kernel_release = ?5"
+                                 " AND kernel_cmdline = ?6 AND microarch = ?7 AND peer_host = ?8"
+                                 " AND boot_entry = ?9"));
+  find.Bind(1, lease.job_id)
+      .BindUncopied(2, *lease.lease_id)
+      .BindUncopied(3, *origin.host)
+      .BindUncopied(4, *origin.boot_id)
+      .BindUncopied(5, *origin.kernel_release)
+      .BindUncopied(6, *origin.kernel_cmdline)
+      .BindUncopied(7, *origin.microarch)
+      .BindUncopied(8, *origin.peer_host)
+      .BindUncopied(9, *origin.boot_entry);
+  TLB_ASSIGN_OR_RETURN(bool found, find.Step());
+  if (found) return find.Int(0);
+  TLB_ASSIGN_OR_RETURN(
+      Statement add,
+      db.Prepare("INSERT INTO sample_sources(run_id, job_id, lease_id, arm, param_name,"
+                 " param_value, iteration, agent_id, host, boot_id, kernel_release,"
+                 " kernel_cmdline, microarch, peer_host, boot_entry) VALUES(?1, ?2, ?3, ?4, ?5,"
+                 " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+  const Statement& job = *lease.job;
+  TLB_RETURN_IF_ERROR(add.Bind(1, lease.run_id)
+                          .Bind(2, lease.job_id)
+                          .Bind(3, *lease.lease_id)
+                          .Bind(4, job.Text(2))
+                          .Bind(5, job.Text(3))
+                          .Bind(6, job.Text(4))
+                          .Bind(7, job.Int(5))
+                          .Bind(8, *lease.agent_id)
+                          .Bind(9, *origin.host)
+                          .Bind(10, *origin.boot_id)
+                          .Bind(11, *origin.kernel_release)
+                          .Bind(12, *origin.kernel_cmdline)
+                          .Bind(13, *origin.microarch)
+                          .Bind(14, *origin.peer_host)
+                          .Bind(15, *origin.boot_entry)
+                          .Run());
+  return db.LastInsertId();
+}
+
 }  // namespace
 
 absl::StatusOr<IngestResult> Ingest(Database& db, const std::string& agent_id,
@@ -57,44 +141,33 @@ absl::StatusOr<IngestResult> Ingest(Database& db, const std::string& agent_id,
   const int64_t run_id = job.Int(1);
   TLB_ASSIGN_OR_RETURN(
       Statement ins,
-      db.Prepare("INSERT OR IGNORE INTO samples(run_id, job_id, lease_id, seq, arm,"
-                 " param_name, param_value, iteration, metric, series, value, unit, better,"
-                 " agent_id, host, boot_id, kernel_release, kernel_cmdline, microarch,"
-                 " ceiling_applied, ceiling, ceiling_observed, peer_host, boot_entry) VALUES(?1,"
-                 " ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-                 " ?19, ?20, ?21, ?22, ?23, ?24)"));
-  // Text is bound uncopied: `batch`, `agent_id` and these copies outlive every insert (a
-  // Text() temporary would not: it dies at the end of the binding expression).
-  const std::string arm = job.Text(2);
-  const std::string param_name = job.Text(3);
-  const std::string param_value = job.Text(4);
+      db.Prepare("INSERT OR IGNORE INTO sample_values(source_id, seq, metric, series, value,"
+                 " unit, better, ceiling_applied, ceiling, ceiling_observed)"
+                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+  const LeaseOfSamples lease{job_id, run_id, &batch.lease_id(), &agent_id, &job};
+  // A lease's samples normally share one source; it is looked up again only when the
+  // provenance changes from one sample to the next.
+  std::optional<Origin> source_origin;
+  int64_t source_id = 0;
   for (const v1::Sample& sm : batch.samples()) {
-    ins.Bind(1, run_id)
-        .Bind(2, job_id)
-        .BindUncopied(3, batch.lease_id())
-        .Bind(4, static_cast<int64_t>(sm.seq()))
-        .BindUncopied(5, arm)
-        .BindUncopied(6, param_name)
-        .BindUncopied(7, param_value)
-        .Bind(8, job.Int(5))
-        .BindUncopied(9, sm.metric())
-        .BindUncopied(10, sm.series())
-        .Bind(11, sm.value())
-        .BindUncopied(12, sm.unit())
-        .Bind(13, static_cast<int64_t>(sm.better()))
-        .BindUncopied(14, agent_id)
-        .BindUncopied(15, sm.host())
-        .BindUncopied(16, sm.boot_id())
-        .BindUncopied(17, sm.kernel_release())
-        .BindUncopied(18, sm.kernel_cmdline())
-        .BindUncopied(19, sm.microarch())
-        .Bind(20, static_cast<int64_t>(sm.ceiling_applied()))
-        .Bind(21, sm.ceiling_applied() || sm.ceiling_observed()
-                      ? std::optional<int64_t>(sm.ceiling())
-                      : std::nullopt)
-        .Bind(22, static_cast<int64_t>(sm.ceiling_observed()))
-        .BindUncopied(23, sm.peer_host())
-        .BindUncopied(24, sm.boot_entry());
+    const Origin origin(sm, batch.shared_origin());
+    if (!source_origin.has_value() || !(origin == *source_origin)) {
+      TLB_ASSIGN_OR_RETURN(source_id, SourceId(db, lease, origin));
+      source_origin = origin;
+    }
+    // Text is bound uncopied: `batch` outlives every insert.
+    ins.Bind(1, source_id)
+        .Bind(2, static_cast<int64_t>(sm.seq()))
+        .BindUncopied(3, sm.metric())
+        .BindUncopied(4, sm.series())
+        .Bind(5, sm.value())
+        .BindUncopied(6, sm.unit())
+        .Bind(7, static_cast<int64_t>(sm.better()))
+        .Bind(8, static_cast<int64_t>(sm.ceiling_applied()))
+        .Bind(9, sm.ceiling_applied() || sm.ceiling_observed()
+                     ? std::optional<int64_t>(sm.ceiling())
+                     : std::nullopt)
+        .Bind(10, static_cast<int64_t>(sm.ceiling_observed()));
     TLB_RETURN_IF_ERROR(ins.Run());
     result.stored += static_cast<uint64_t>(db.Changes());
     result.through_seq = std::max<uint64_t>(result.through_seq, sm.seq());

@@ -223,21 +223,25 @@ TEST_F(StoreEventsTest, ADamagedBlobIsDataLossNotAnEmptyMessage) {
   EXPECT_EQ(store_->ListRuns(10).status().code(), absl::StatusCode::kDataLoss);
 }
 
-TEST_F(StoreEventsTest, LeaseQueriesUseTheirIndexes) {
+// SQLite's plan of `sql` on the database at `path`: the details of its steps, "; "-separated.
+std::string QueryPlan(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  auto plan = [&](const std::string& sql) {
-    std::string out;
-    sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &stmt, nullptr),
-              SQLITE_OK);
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      out += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
-      out += "; ";
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  };
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  std::string out;
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &stmt, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    out += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+    out += "; ";
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST_F(StoreEventsTest, LeaseQueriesUseTheirIndexes) {
+  auto plan = [this](const std::string& sql) { return QueryPlan(path_, sql); };
   // The same queries as store/dispatch.cc.
   EXPECT_THAT(plan("SELECT id, run_id, lease_id, agent_id, attempts FROM jobs"
                    " WHERE state = 'leased' AND lease_expires_ms < 5"),
@@ -251,7 +255,31 @@ TEST_F(StoreEventsTest, LeaseQueriesUseTheirIndexes) {
               HasSubstr("USING INDEX sqlite_autoindex_run_slots_2 (run_id=? AND agent_id=?)"));
   EXPECT_THAT(plan("SELECT MIN(id) FROM jobs WHERE run_id = 1 AND slot = 2 AND state = 'queued'"),
               HasSubstr("USING INDEX jobs_queued_by_slot_id (run_id=? AND slot=?)"));
-  sqlite3_close(db);
+}
+
+TEST_F(StoreEventsTest, SampleQueriesUseTheirIndexes) {
+  auto plan = [this](const std::string& sql) { return QueryPlan(path_, sql); };
+  // The same queries as store/results.cc and store/dispatch.cc. Ingest finds a lease's source
+  // in one seek; a run's samples are read by run, then each source's values by key.
+  EXPECT_THAT(plan("SELECT id FROM sample_sources WHERE job_id = 1 AND lease_id = 'l'"
+                   " AND host = 'h' AND boot_id = 'b' AND kernel_release = 'k'"
+                   " AND kernel_cmdline = 'c' AND microarch = 'm' AND peer_host = ''"
+                   " AND boot_entry = ''"),
+              HasSubstr("USING COVERING INDEX sample_sources_by_lease (job_id=? AND lease_id=? "
+                        "AND host=? AND boot_id=? AND kernel_release=? AND kernel_cmdline=? "
+                        "AND microarch=? AND peer_host=? AND boot_entry=?)"));
+  const std::string by_run =
+      plan("SELECT job_id, seq, metric, value FROM samples WHERE run_id = 1 ORDER BY job_id, seq");
+  EXPECT_THAT(by_run, HasSubstr("USING INDEX sample_sources_by_run (run_id=?)"));
+  EXPECT_THAT(by_run, HasSubstr("USING PRIMARY KEY (source_id=?)"));
+  const std::string by_lease =
+      plan("SELECT COUNT(*) FROM samples WHERE job_id = 1 AND lease_id = 'l'");
+  EXPECT_THAT(by_lease,
+              HasSubstr("USING COVERING INDEX sample_sources_by_lease (job_id=? AND lease_id=?)"));
+  EXPECT_THAT(by_lease, HasSubstr("USING PRIMARY KEY (source_id=?)"));
+  EXPECT_THAT(plan("DELETE FROM sample_values WHERE source_id IN (SELECT id FROM sample_sources"
+                   " WHERE job_id = 1 AND lease_id = 'l')"),
+              HasSubstr("USING PRIMARY KEY (source_id=?)"));
 }
 
 TEST_F(StoreEventsTest, AnAgentIdBelongsToThePrincipalThatFirstRegisteredIt) {

@@ -111,22 +111,24 @@ TEST_F(StoreTest, MigratesExistingVersion1DatabaseKeepingData) {
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
   auto db = Database::Open(path_);
   EXPECT_EQ(*SchemaVersion(**db), LatestSchemaVersion());
-  // The index of migration 2 exists.
-  auto idx = (*db)->Prepare("SELECT name FROM sqlite_master WHERE name = 'samples_by_run'");
+  // The run index of migration 14 exists.
+  auto idx = (*db)->Prepare("SELECT name FROM sqlite_master WHERE name = 'sample_sources_by_run'");
   ASSERT_TRUE(idx.ok());
   EXPECT_TRUE(*idx->Step());
 }
 
-TEST_F(StoreTest, Migration13KeepsEverySampleAndStillRefusesAReplay) {
-  // Migration 13 rebuilds `samples` (one index on job, lease and seq; no AUTOINCREMENT).
-  auto exec_sample = [](Database& db, int seq) {
+TEST_F(StoreTest, Migrations13And14KeepEverySampleAndEveryColumn) {
+  // Migration 13 rebuilt `samples`; 14 splits it into sample_sources (what a lease's samples
+  // share) and sample_values, behind a view with the old columns.
+  auto exec_sample = [](Database& db, const std::string& lease, int seq, const std::string& boot) {
     return db.Exec(absl::StrCat(
         "INSERT OR IGNORE INTO samples(run_id, job_id, lease_id, seq, arm, param_name,"
         " param_value, iteration, metric, series, value, unit, better, agent_id, host, boot_id,"
         " kernel_release, kernel_cmdline, microarch, ceiling_applied, ceiling, ceiling_observed,"
-        " peer_host, boot_entry) VALUES(1, 1, 'j1a1', ",
-        seq, ", 'base', '', '', 1, 'm', '', ", seq,
-        ".5, 'us', 1, 'a1', 'h1', 'b1', '6.1', 'pti=on', 'ivybridge', 1, 33, 1, 'peer', 'e1')"));
+        " peer_host, boot_entry) VALUES(1, ",
+        lease == "j1a1" ? 1 : 2, ", '", lease, "', ", seq, ", '", lease == "j1a1" ? "base" : "test",
+        "', 'threads', '4', 1, 'm', '', ", seq, ".5, 'us', 1, 'a1', 'h1', '", boot,
+        "', '6.1', 'pti=on', 'ivybridge', 1, 33, 1, 'peer', 'e1')"));
   };
   {
     auto db = Database::Open(path_);
@@ -137,40 +139,76 @@ TEST_F(StoreTest, Migration13KeepsEverySampleAndStillRefusesAReplay) {
                            " VALUES('old', 'ebizzy', x'', 'name: old', 'running', 1000);"
                            "INSERT INTO jobs(run_id, slot, arm, param_name, param_value, iteration,"
                            " assignment, state, attempts, lease_id, agent_id)"
-                           " VALUES(1, 0, 'base', '', '', 1, x'', 'leased', 1, 'j1a1', 'a1')")
+                           " VALUES(1, 0, 'base', 'threads', '4', 1, x'', 'leased', 1, 'j1a1',"
+                           " 'a1'), (1, 0, 'test', 'threads', '4', 1, x'', 'leased', 1, 'j2a1',"
+                           " 'a1')")
                     .ok());
-    for (int seq : {1, 2, 3}) ASSERT_TRUE(exec_sample(**db, seq).ok());
+    for (int seq : {1, 2, 3}) ASSERT_TRUE(exec_sample(**db, "j1a1", seq, "b1").ok());
+    ASSERT_TRUE(Migrate(**db, 13).ok());
+    // Lease j2a1's samples came from two boots (two sources after migration 14).
+    for (int seq : {1, 2}) ASSERT_TRUE(exec_sample(**db, "j2a1", seq, "b1").ok());
+    ASSERT_TRUE(exec_sample(**db, "j2a1", 3, "b2").ok());
   }
   ASSERT_TRUE(Store::Open(path_).ok());
   auto db = *Database::Open(path_);
   EXPECT_EQ(*SchemaVersion(*db), LatestSchemaVersion());
   // Every row and column came across.
   auto rows = *db->Prepare(
-      "SELECT COUNT(*), SUM(value), MIN(id), MAX(id), MIN(ceiling), MIN(peer_host),"
-      " MIN(boot_entry), MIN(kernel_cmdline) FROM samples");
-  ASSERT_TRUE(*rows.Step());
-  EXPECT_EQ(rows.Int(0), 3);
-  EXPECT_DOUBLE_EQ(rows.Double(1), 1.5 + 2.5 + 3.5);
-  EXPECT_EQ(rows.Int(2), 1);
-  EXPECT_EQ(rows.Int(3), 3);
-  EXPECT_EQ(rows.Int(4), 33);
-  EXPECT_EQ(rows.Text(5), "peer");
-  EXPECT_EQ(rows.Text(6), "e1");
-  EXPECT_EQ(rows.Text(7), "pti=on");
-  // A replayed sample is still ignored; a new one is stored.
-  ASSERT_TRUE(exec_sample(*db, 2).ok());
+      "SELECT lease_id, seq, run_id, job_id, arm, param_name, param_value, iteration, metric,"
+      " series, value, unit, better, agent_id, host, boot_id, kernel_release, kernel_cmdline,"
+      " microarch, ceiling_applied, ceiling, ceiling_observed, peer_host, boot_entry"
+      " FROM samples ORDER BY lease_id, seq");
+  for (const std::string lease : {"j1a1", "j2a1"}) {
+    for (int seq : {1, 2, 3}) {
+      SCOPED_TRACE(lease + " " + std::to_string(seq));
+      ASSERT_TRUE(*rows.Step());
+      EXPECT_EQ(rows.Text(0), lease);
+      EXPECT_EQ(rows.Int(1), seq);
+      EXPECT_EQ(rows.Int(2), 1);
+      EXPECT_EQ(rows.Int(3), lease == "j1a1" ? 1 : 2);
+      EXPECT_EQ(rows.Text(4), lease == "j1a1" ? "base" : "test");
+      EXPECT_EQ(rows.Text(5), "threads");
+      EXPECT_EQ(rows.Text(6), "4");
+      EXPECT_EQ(rows.Int(7), 1);
+      EXPECT_EQ(rows.Text(8), "m");
+      EXPECT_EQ(rows.Text(9), "");
+      EXPECT_DOUBLE_EQ(rows.Double(10), seq + 0.5);
+      EXPECT_EQ(rows.Text(11), "us");
+      EXPECT_EQ(rows.Int(12), 1);
+      EXPECT_EQ(rows.Text(13), "a1");
+      EXPECT_EQ(rows.Text(14), "h1");
+      EXPECT_EQ(rows.Text(15), lease == "j2a1" && seq == 3 ? "b2" : "b1");
+      EXPECT_EQ(rows.Text(16), "6.1");
+      EXPECT_EQ(rows.Text(17), "pti=on");
+      EXPECT_EQ(rows.Text(18), "ivybridge");
+      EXPECT_EQ(rows.Int(19), 1);
+      EXPECT_EQ(rows.Int(20), 33);
+      EXPECT_EQ(rows.Int(21), 1);
+      EXPECT_EQ(rows.Text(22), "peer");
+      EXPECT_EQ(rows.Text(23), "e1");
+    }
+  }
+  EXPECT_FALSE(*rows.Step());
+  // One source per lease and provenance; the old table is gone.
+  auto sources = *db->Prepare(
+      "SELECT group_concat(lease_id || '/' || boot_id, ' ') FROM (SELECT lease_id, boot_id"
+      " FROM sample_sources ORDER BY id)");
+  ASSERT_TRUE(*sources.Step());
+  EXPECT_EQ(sources.Text(0), "j1a1/b1 j2a1/b1 j2a1/b2");
+  auto kinds = *db->Prepare(
+      "SELECT group_concat(type || ':' || name, ' ') FROM (SELECT type, name FROM sqlite_master"
+      " WHERE tbl_name IN ('samples', 'sample_values', 'sample_sources') ORDER BY name)");
+  ASSERT_TRUE(*kinds.Step());
+  // sample_values is its own index (WITHOUT ROWID, keyed by source and seq): no other.
+  EXPECT_EQ(kinds.Text(0),
+            "table:sample_sources index:sample_sources_by_lease index:sample_sources_by_run"
+            " table:sample_values view:samples");
+  // The key still refuses a replayed sample.
+  ASSERT_TRUE(db->Exec("INSERT OR IGNORE INTO sample_values(source_id, seq, metric, series,"
+                       " value, unit, better, ceiling_applied, ceiling, ceiling_observed)"
+                       " VALUES(1, 2, 'm', '', 9, 'us', 1, 1, 33, 1)")
+                  .ok());
   EXPECT_EQ(db->Changes(), 0);
-  ASSERT_TRUE(exec_sample(*db, 4).ok());
-  EXPECT_EQ(db->Changes(), 1);
-  // The indexes ingest keeps up: two, and no sqlite_sequence row for samples.
-  auto indexes = *db->Prepare(
-      "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index'"
-      " AND tbl_name = 'samples' ORDER BY name)");
-  ASSERT_TRUE(*indexes.Step());
-  EXPECT_EQ(indexes.Text(0), "samples_by_job_lease samples_by_run");
-  auto sequence = *db->Prepare("SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'samples'");
-  ASSERT_TRUE(*sequence.Step());
-  EXPECT_EQ(sequence.Int(0), 0);
 }
 
 TEST_F(StoreTest, RefusesDatabaseFromNewerController) {
@@ -251,6 +289,46 @@ TEST_F(StoreTest, ExpiredLeaseRequeuesToAnotherAgentAndDropsPartialSamples) {
   // The dead agent's late replay is rejected.
   EXPECT_TRUE(store->IngestSamples("agent1", Batch(first, 1))->rejected);
   EXPECT_FALSE(store->RenewLease(first.lease_id(), "agent1", 3800, 1000).value());
+}
+
+TEST_F(StoreTest, ABatchsSharedOriginIsEverySamplesAndASamplesOwnFieldWins) {
+  auto store = *Store::Open(path_);
+  auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
+  auto a = **LeaseNext(*store, run_id, "agent1", 2000, 60000);
+  v1::SampleBatch batch = Batch(a, 3);
+  v1::SampleOrigin* shared = batch.mutable_shared_origin();
+  shared->set_host("h1");
+  shared->set_boot_id("boot-a");
+  shared->set_kernel_release("6.1.0-28-amd64");
+  shared->set_kernel_cmdline("ro quiet");
+  shared->set_microarch("IvyBridge");
+  shared->set_boot_entry("lab-6.1");
+  batch.mutable_samples(2)->set_boot_id("boot-b");  // its own: wins
+  batch.mutable_samples(2)->set_peer_host("peer-1");
+  ASSERT_EQ(store->IngestSamples("agent1", batch)->stored, 3u);
+  // A replay of the whole batch stores nothing (each sample is found under its source).
+  ASSERT_EQ(store->IngestSamples("agent1", batch)->stored, 0u);
+  ASSERT_FALSE(store->CompleteJob("agent1", Done(a, 3), 3000)->rejected);
+  absl::StatusOr<std::vector<v1::Sample>> samples = store->GetSamples(run_id);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 3u);
+  for (const v1::Sample& s : *samples) {
+    SCOPED_TRACE(s.seq());
+    EXPECT_EQ(s.host(), "h1");
+    EXPECT_EQ(s.boot_id(), s.seq() == 2 ? "boot-b" : "boot-a");
+    EXPECT_EQ(s.kernel_release(), "6.1.0-28-amd64");
+    EXPECT_EQ(s.kernel_cmdline(), "ro quiet");
+    EXPECT_EQ(s.microarch(), "IvyBridge");
+    EXPECT_EQ(s.peer_host(), s.seq() == 2 ? "peer-1" : "");
+    EXPECT_EQ(s.boot_entry(), "lab-6.1");
+    EXPECT_EQ(s.agent_id(), "agent1");
+    EXPECT_EQ(s.arm(), a.arm());
+    EXPECT_EQ(s.lease_id(), a.lease_id());
+  }
+  auto db = *Database::Open(path_);
+  auto sources = *db->Prepare("SELECT COUNT(*) FROM sample_sources");
+  ASSERT_TRUE(*sources.Step());
+  EXPECT_EQ(sources.Int(0), 2) << "one per distinct origin of the lease";
 }
 
 TEST_F(StoreTest, TooManyExpiriesFailTheRun) {

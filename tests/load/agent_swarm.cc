@@ -65,6 +65,12 @@ struct Stats {
   std::string first_reject;
 };
 
+// A Debian kernel's release and a typical command line of its boot (a UUID root, quiet).
+constexpr char kKernelRelease[] = "6.1.0-28-amd64";
+constexpr char kKernelCmdline[] =
+    "BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=2c9a7f0e-1b6d-4e55-9b7a-3f4c2d1e8a90 ro "
+    "quiet";
+
 class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessage> {
  public:
   SwarmAgent(tlbfleet::v1::AgentService::Stub* stub, int index, const Options& options,
@@ -76,9 +82,10 @@ class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessag
     h->set_protocol_version(tlbfleet::v1::PROTOCOL_VERSION_1);
     h->set_agent_id("swarm-" + std::to_string(::getpid()) + "-" + std::to_string(index));
     auto* host = h->mutable_host();
-    host->set_hostname("swarm-" + std::to_string(index));
-    host->set_boot_id("swarm-boot-" + std::to_string(::getpid()));
-    host->set_kernel_release("load");
+    host->set_hostname(Hostname());
+    host->set_boot_id(BootId());
+    host->set_kernel_release(kKernelRelease);
+    host->set_kernel_cmdline(kKernelCmdline);
     host->set_logical_cpus(2);
     host->mutable_ceiling()->set_writable(false);
     host->mutable_ceiling()->set_reason("load generator");
@@ -134,6 +141,17 @@ class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessag
   }
 
  private:
+  const std::string& Hostname() const { return hostname_; }
+  const std::string& BootId() const { return boot_id_; }
+  // Shaped like /proc/sys/kernel/random/boot_id (36 characters), one per simulated host.
+  std::string MakeBootId() const {
+    char id[40];
+    std::snprintf(id, sizeof id, "%08x-%04x-4%03x-8%03x-%012x", static_cast<unsigned>(::getpid()),
+                  static_cast<unsigned>(index_ & 0xffff), static_cast<unsigned>(index_ & 0xfff),
+                  static_cast<unsigned>(index_ >> 12 & 0xfff), static_cast<unsigned>(index_));
+    return id;
+  }
+
   void Handle(const ControllerMessage& m) {
     bool start = false;
     {
@@ -149,6 +167,7 @@ class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessag
     if (m.has_welcome()) {
       welcomed_ = true;
       heartbeat_ = std::chrono::seconds(std::max<uint32_t>(1, m.welcome().heartbeat_seconds()));
+      share_origin_ = m.welcome().accepts_shared_origin();
       // Spread the heartbeats over the interval.
       next_heartbeat_ = now + heartbeat_ * (index_ % 100) / 100;
       stats_.connected.fetch_add(1);
@@ -179,6 +198,24 @@ class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessag
         s->set_value(1000.0 + index_ + i);
         s->set_unit("loops/s");
         s->set_better(tlbfleet::v1::BETTER_HIGHER);
+        // Where the sample was taken, as a real agent tags every sample (agent/runner/job.cc)
+        // and sends it: once per batch to a controller that accepts that (ShareOrigin in
+        // agent/runner/sample_batch.h), else in every sample.
+        if (!share_origin_) {
+          s->set_host(Hostname());
+          s->set_boot_id(BootId());
+          s->set_kernel_release(kKernelRelease);
+          s->set_kernel_cmdline(kKernelCmdline);
+          s->set_microarch("IvyBridge");
+        }
+      }
+      if (share_origin_) {
+        auto* origin = b->mutable_shared_origin();
+        origin->set_host(Hostname());
+        origin->set_boot_id(BootId());
+        origin->set_kernel_release(kKernelRelease);
+        origin->set_kernel_cmdline(kKernelCmdline);
+        origin->set_microarch("IvyBridge");
       }
       start |= QueueLocked(std::move(batch));
       AgentMessage done;
@@ -211,6 +248,9 @@ class SwarmAgent : public grpc::ClientBidiReactor<AgentMessage, ControllerMessag
   }
 
   const int index_;
+  bool share_origin_ = false;  // the controller's Welcome.accepts_shared_origin
+  const std::string hostname_ = "swarm-" + std::to_string(index_);
+  const std::string boot_id_ = MakeBootId();
   const Options& options_;
   Stats& stats_;
   grpc::ClientContext context_;

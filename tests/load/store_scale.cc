@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/report/compare.h"
 #include "controller/scheduler/run_spec.h"
+#include "controller/store/migrations.h"
 #include "controller/store/store.h"
 
 namespace {
@@ -86,7 +87,9 @@ std::string SpecYaml(const std::string& benchmark, int run) {
 // seeded if it does not exist yet.
 std::string Seed(const std::string& dir, int runs, int samples_per_run) {
   const int samples_per_job = samples_per_run / 100;
-  const std::string path = absl::StrCat(dir, "/store-", runs, "x", samples_per_run, ".db");
+  // Named by schema version too: a database seeded in an older layout is not reused.
+  const std::string path = absl::StrCat(dir, "/store-v", tlbfleet::store::LatestSchemaVersion(),
+                                        "-", runs, "x", samples_per_run, ".db");
   if (fs::exists(path)) return path;
   const std::string partial = path + ".seeding";
   fs::remove(partial);
@@ -116,13 +119,16 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
       "INSERT INTO jobs(id, run_id, slot, arm, param_name, param_value, iteration, assignment,"
       " state, attempts, lease_id, agent_id, finished_ms)"
       " VALUES(?1, ?2, 0, ?3, 'threads', ?4, ?5, ?6, 'succeeded', 1, ?7, ?8, ?9)");
+  sqlite3_stmt* source_stmt = Prepare(
+      db,
+      "INSERT INTO sample_sources(id, run_id, job_id, lease_id, arm, param_name, param_value,"
+      " iteration, agent_id, host, boot_id, kernel_release, kernel_cmdline, microarch,"
+      " peer_host, boot_entry) VALUES(?1, ?2, ?1, ?3, ?4, 'threads', ?5, ?6, ?7, ?8, ?9,"
+      " '6.1.0-57-amd64', 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet', 'IvyBridge', '', '')");
   sqlite3_stmt* sample_stmt = Prepare(
       db,
-      "INSERT INTO samples(run_id, job_id, lease_id, seq, arm, param_name, param_value,"
-      " iteration, metric, series, value, unit, better, agent_id, host, boot_id,"
-      " kernel_release, kernel_cmdline, microarch, ceiling_applied, ceiling)"
-      " VALUES(?1, ?2, ?3, ?4, ?5, 'threads', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-      " '6.1.0-57-amd64', 'BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet', 'IvyBridge', 1, 33)");
+      "INSERT INTO sample_values(source_id, seq, metric, series, value, unit, better,"
+      " ceiling_applied, ceiling, ceiling_observed) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, 33, 0)");
   Exec(db, "BEGIN");
   for (int h = 0; h < kHosts; ++h) {
     v1::HostInfo info;
@@ -191,26 +197,29 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
           sqlite3_bind_int64(job_stmt, 9, created_ms + job_id % 300'000);
           Step(db, job_stmt, "job");
           const double level = (std::string(arm) == "test" ? 1.03 : 1.0) * 1000 * threads;
+          // One source per job (its lease, on one boot), as ingest writes them.
+          sqlite3_bind_int64(source_stmt, 1, job_id);
+          sqlite3_bind_int64(source_stmt, 2, r);
+          Text(source_stmt, 3, lease);
+          Text(source_stmt, 4, arm);
+          Text(source_stmt, 5, absl::StrCat(threads));
+          sqlite3_bind_int64(source_stmt, 6, it);
+          Text(source_stmt, 7, agent);
+          Text(source_stmt, 8, hostname);
+          Text(source_stmt, 9, boot);
+          Step(db, source_stmt, "source");
           for (int k = 0; k < samples_per_job; ++k) {
             const bool aggregate = k < samples_per_job - kSeriesPerJob || k < 2;
             const bool latency = aggregate && k % 2 == 1;
-            sqlite3_bind_int64(sample_stmt, 1, r);
-            sqlite3_bind_int64(sample_stmt, 2, job_id);
-            Text(sample_stmt, 3, lease);
-            sqlite3_bind_int64(sample_stmt, 4, k);
-            Text(sample_stmt, 5, arm);
-            Text(sample_stmt, 6, absl::StrCat(threads));
-            sqlite3_bind_int64(sample_stmt, 7, it);
-            Text(sample_stmt, 8, latency ? "usecs_per_op" : "records_per_sec");
-            Text(sample_stmt, 9, aggregate ? "" : absl::StrCat("thread-", k));
+            sqlite3_bind_int64(sample_stmt, 1, job_id);
+            sqlite3_bind_int64(sample_stmt, 2, k);
+            Text(sample_stmt, 3, latency ? "usecs_per_op" : "records_per_sec");
+            Text(sample_stmt, 4, aggregate ? "" : absl::StrCat("thread-", k));
             sqlite3_bind_double(
-                sample_stmt, 10,
+                sample_stmt, 5,
                 latency ? 1e6 / level * (0.95 + 0.1 * next()) : level * (0.95 + 0.1 * next()));
-            Text(sample_stmt, 11, latency ? "us" : "records/s");
-            sqlite3_bind_int64(sample_stmt, 12, latency ? v1::BETTER_LOWER : v1::BETTER_HIGHER);
-            Text(sample_stmt, 13, agent);
-            Text(sample_stmt, 14, hostname);
-            Text(sample_stmt, 15, boot);
+            Text(sample_stmt, 6, latency ? "us" : "records/s");
+            sqlite3_bind_int64(sample_stmt, 7, latency ? v1::BETTER_LOWER : v1::BETTER_HIGHER);
             Step(db, sample_stmt, "sample");
           }
         }
@@ -225,7 +234,9 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
     }
   }
   Exec(db, "COMMIT");
-  for (sqlite3_stmt* s : {host, run_stmt, job_stmt, sample_stmt}) sqlite3_finalize(s);
+  for (sqlite3_stmt* s : {host, run_stmt, job_stmt, source_stmt, sample_stmt}) {
+    sqlite3_finalize(s);
+  }
   Exec(db, "PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;");
   sqlite3_close(db);
   fs::rename(partial, path);

@@ -450,11 +450,11 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
       [&] { return Console(1).find("reboot: Restarting system") != std::string::npos; }, 150s))
       << "the guest did not reboot" << Diagnostics(1);
   // Boot 1's samples, as they were before the reboot, and the stored reboot request.
-  const auto boot1 =
-      QueryRows(controller_->db(),
-                "SELECT id, boot_id, arm, metric, value FROM samples" + r + " ORDER BY id");
+  const auto boot1 = QueryRows(
+      controller_->db(), "SELECT source_id, seq, boot_id, arm, metric, value FROM samples" + r +
+                             " ORDER BY source_id, seq");
   EXPECT_EQ(boot1.size(), 2u * kSamplesPerJob);
-  for (const auto& row : boot1) EXPECT_EQ(row[1], first_boot);
+  for (const auto& row : boot1) EXPECT_EQ(row[2], first_boot);
   EXPECT_EQ(Q("SELECT COUNT(*) FROM reboot_requests WHERE run_id = " + run_id), 1);
 
   controller_->Kill9();
@@ -477,13 +477,13 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
   EXPECT_EQ(watcher.TwoLeases(), "") << "an agent held two leases";
   EXPECT_EQ(Q("SELECT COUNT(*) FROM reboot_requests"), 0);
   // Boot 1's samples are kept as they were; boot 2's come from another boot of the guest.
-  const auto all =
-      QueryRows(controller_->db(),
-                "SELECT id, boot_id, arm, metric, value FROM samples" + r + " ORDER BY id");
+  const auto all = QueryRows(controller_->db(),
+                             "SELECT source_id, seq, boot_id, arm, metric, value FROM samples" + r +
+                                 " ORDER BY source_id, seq");
   ASSERT_EQ(all.size(), 4u * kSamplesPerJob);
   for (size_t i = 0; i < boot1.size(); ++i) EXPECT_EQ(all[i], boot1[i]) << "sample " << i;
   std::set<std::string> later_boots;
-  for (size_t i = boot1.size(); i < all.size(); ++i) later_boots.insert(all[i][1]);
+  for (size_t i = boot1.size(); i < all.size(); ++i) later_boots.insert(all[i][2]);
   EXPECT_EQ(later_boots.size(), 1u);
   EXPECT_EQ(later_boots.count(first_boot), 0u) << "boot 2 ran on boot 1's boot_id";
   // Each boot holds both arms, each with its ceiling.

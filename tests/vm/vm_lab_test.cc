@@ -460,7 +460,7 @@ TEST(VmLab, RunsWithSeveralBootsRebootTheGuestBetweenThem) {
                             " AND metric = 'records_per_sec' AND series = ''";
   auto per_boot = Query(db,
                         "SELECT boot_id, arm, COUNT(*), MIN(ceiling_applied), MIN(ceiling), "
-                        "MIN(id) FROM samples " +
+                        "MIN(source_id) FROM samples " +
                             where + " GROUP BY 1, 2 ORDER BY 6");
   std::set<std::string> boots;
   for (const auto& row : per_boot) {
