@@ -172,7 +172,7 @@ void Controller::EndCall() {
 }
 
 void Controller::PublishRunEvents(const std::vector<v1::RunEvent>& events) {
-  active_runs_stale_.store(true);
+  for (const v1::RunEvent& event : events) active_runs_.MarkStale(event.run_id());
   if (hub_.empty()) return;
   for (const v1::RunEvent& event : events) {
     hub_.Post([event](FleetObserver& o) { o.OnRunEvent(event); });
@@ -196,7 +196,7 @@ void Controller::OnRunExtended(const std::string& run_id) {
   {
     absl::MutexLock lock(&mu_);
     work_since_ms_ = Now();
-    active_runs_stale_.store(true);
+    active_runs_.MarkStale(run_id);
     DispatchAllLocked(later);
   }
   later.Run();

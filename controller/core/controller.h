@@ -40,6 +40,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "controller/core/active_runs.h"
 #include "controller/core/adaptive_driver.h"
 #include "controller/core/agent_channel.h"
 #include "controller/core/dispatcher.h"
@@ -250,15 +251,15 @@ class Controller {
   const Clock clock_;
   ObserverHub hub_;
   AdaptiveDriver adaptive_;
-  // Set by the store's event sink (any run event may change what dispatch sees).
-  std::atomic<bool> active_runs_stale_{true};
+  // What dispatch sees of the runs. The store's event sink marks each event's run stale
+  // (without mu_); ActiveRunsLocked reads those again under mu_.
+  ActiveRunSnapshot active_runs_;
 
   absl::Mutex mu_;
   Sessions sessions_ ABSL_GUARDED_BY(mu_);
   RebootCoordinator reboots_ ABSL_GUARDED_BY(mu_);
   PeerPool peers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, KnownHost> known_hosts_ ABSL_GUARDED_BY(mu_);
-  std::vector<store::ActiveRun> active_runs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_stream_ ABSL_GUARDED_BY(mu_) = 1;
   // When new work last appeared (a submit, an extension, a re-queue), for dispatch latency.
   int64_t work_since_ms_ ABSL_GUARDED_BY(mu_) = 0;

@@ -11,17 +11,9 @@ namespace tlbfleet::core {
 // --- dispatch -----------------------------------------------------------------------------
 
 const std::vector<store::ActiveRun>& Controller::ActiveRunsLocked() {
-  // Re-read only when a run event (a lease, a completion, a new run...) may have changed it.
-  if (active_runs_stale_.exchange(false)) {
-    absl::StatusOr<std::vector<store::ActiveRun>> runs = store_.ActiveRuns();
-    if (runs.ok()) {
-      active_runs_ = *std::move(runs);
-    } else {
-      spdlog::error("dispatch: listing runs failed: {}", runs.status().ToString());
-      active_runs_stale_.store(true);
-    }
-  }
-  return active_runs_;
+  // Re-reads only the runs whose events (a lease, a completion, a new run...) may have
+  // changed them.
+  return active_runs_.Current(store_, Now());
 }
 
 void Controller::DispatchAllLocked(Later& later) {
@@ -250,7 +242,7 @@ void Controller::FailRunLocked(const std::string& run_id, const std::string& err
   if (absl::Status s = store_.FailRun(run_id, error, Now()); !s.ok()) {
     spdlog::error("run={} failing: {}", run_id, s.ToString());
   }
-  active_runs_stale_.store(true);
+  active_runs_.MarkStale(run_id);
 }
 
 void Controller::ReleasePeerLocked(const std::string& lease_id, Later& later) {

@@ -56,7 +56,7 @@ absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec
   {
     absl::MutexLock lock(&mu_);
     work_since_ms_ = Now();
-    active_runs_stale_.store(true);
+    active_runs_.MarkStale(run_id);
     DispatchAllLocked(later);
   }
   later.Run();

@@ -155,46 +155,78 @@ absl::StatusOr<std::vector<v1::Run>> List(Database& db, uint32_t limit) {
   return out;
 }
 
-absl::StatusOr<std::vector<ActiveRun>> Active(Database& db) {
-  TLB_ASSIGN_OR_RETURN(Statement q,
-                       db.Prepare("SELECT id, spec, expand_on_bind, (SELECT COUNT(*) FROM"
-                                  " slot_expansions e WHERE e.run_id = runs.id) FROM runs"
-                                  " WHERE state IN ('queued','running') ORDER BY id"));
-  // Per run: its bound slots (run_slots' key) and its slots with queued jobs
-  // (jobs_queued_by_slot); store_test checks both plans.
+namespace {
+
+// The dispatch view of the run in `q`'s current row (id, spec, expand_on_bind, slot
+// expansions): its bound slots (run_slots' key) and its slots with queued jobs
+// (jobs_queued_by_slot); store_test checks both plans.
+absl::StatusOr<ActiveRun> LoadActive(Database& db, const Statement& q) {
   TLB_ASSIGN_OR_RETURN(Statement slots_q,
                        db.Prepare("SELECT slot, agent_id FROM run_slots WHERE run_id = ?1"));
   TLB_ASSIGN_OR_RETURN(Statement work_q,
                        db.Prepare("SELECT DISTINCT slot FROM jobs WHERE run_id = ?1"
                                   " AND state = 'queued'"));
+  ActiveRun r;
+  const int64_t id = q.Int(0);
+  r.run_id = absl::StrCat(id);
+  TLB_ASSIGN_OR_RETURN(r.spec,
+                       ParseBlob<v1::RunSpec>(q, 1, absl::StrCat("run ", r.run_id, " spec")));
+  if (q.Int(2) != 0) {
+    r.slots_to_expand = std::max<int64_t>(0, r.spec.hosts().count() - q.Int(3));
+  }
+  slots_q.Bind(1, id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool slot_row, slots_q.Step());
+    if (!slot_row) break;
+    r.slot_of[slots_q.Text(1)] = slots_q.Int(0);
+    r.bound_slots.insert(slots_q.Int(0));
+  }
+  work_q.Bind(1, id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool work_row, work_q.Step());
+    if (!work_row) break;
+    r.slots_with_work.insert(work_q.Int(0));
+  }
+  return r;
+}
+
+constexpr char kActiveColumns[] =
+    "SELECT id, spec, expand_on_bind, (SELECT COUNT(*) FROM slot_expansions e"
+    " WHERE e.run_id = runs.id) FROM runs";
+
+}  // namespace
+
+absl::StatusOr<std::vector<ActiveRun>> Active(Database& db) {
+  TLB_ASSIGN_OR_RETURN(
+      Statement q,
+      db.Prepare(absl::StrCat(kActiveColumns, " WHERE state IN ('queued','running') ORDER BY id")));
   std::vector<ActiveRun> out;
   for (;;) {
     TLB_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    ActiveRun r;
-    const int64_t id = q.Int(0);
-    r.run_id = absl::StrCat(id);
-    TLB_ASSIGN_OR_RETURN(r.spec,
-                         ParseBlob<v1::RunSpec>(q, 1, absl::StrCat("run ", r.run_id, " spec")));
-    if (q.Int(2) != 0) {
-      r.slots_to_expand = std::max<int64_t>(0, r.spec.hosts().count() - q.Int(3));
-    }
-    slots_q.Bind(1, id);
-    for (;;) {
-      TLB_ASSIGN_OR_RETURN(bool slot_row, slots_q.Step());
-      if (!slot_row) break;
-      r.slot_of[slots_q.Text(1)] = slots_q.Int(0);
-      r.bound_slots.insert(slots_q.Int(0));
-    }
-    slots_q.Reset();
-    work_q.Bind(1, id);
-    for (;;) {
-      TLB_ASSIGN_OR_RETURN(bool work_row, work_q.Step());
-      if (!work_row) break;
-      r.slots_with_work.insert(work_q.Int(0));
-    }
-    work_q.Reset();
+    TLB_ASSIGN_OR_RETURN(ActiveRun r, LoadActive(db, q));
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ActiveRun>> ActiveAmong(Database& db,
+                                                   const std::vector<int64_t>& run_ids) {
+  TLB_ASSIGN_OR_RETURN(
+      Statement q,
+      db.Prepare(absl::StrCat(kActiveColumns, " WHERE id = ?1 AND state IN ('queued','running')")));
+  std::vector<int64_t> ids = run_ids;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<ActiveRun> out;
+  for (int64_t id : ids) {
+    q.Bind(1, id);
+    TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) {
+      TLB_ASSIGN_OR_RETURN(ActiveRun r, LoadActive(db, q));
+      out.push_back(std::move(r));
+    }
+    q.Reset();
   }
   return out;
 }

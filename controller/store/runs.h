@@ -32,6 +32,9 @@ absl::Status Submitted(Database& db, EventBatch& events, int64_t run_id, int64_t
 absl::StatusOr<v1::Run> Load(Database& db, int64_t run_id);
 absl::StatusOr<std::vector<v1::Run>> List(Database& db, uint32_t limit);
 absl::StatusOr<std::vector<ActiveRun>> Active(Database& db);
+// Those of `run_ids` that are still active, in id order (a dispatch snapshot's update).
+absl::StatusOr<std::vector<ActiveRun>> ActiveAmong(Database& db,
+                                                   const std::vector<int64_t>& run_ids);
 
 // queued -> running, with its event; no change in any other state.
 absl::Status MarkRunning(Database& db, EventBatch& events, int64_t run_id, int64_t now_ms);

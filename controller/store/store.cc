@@ -213,6 +213,15 @@ absl::StatusOr<std::vector<ActiveRun>> Store::ActiveRuns() {
   return readers_.Read([](Database& db) { return runs::Active(db); });
 }
 
+absl::StatusOr<std::vector<ActiveRun>> Store::ActiveRunsAmong(
+    const std::vector<std::string>& run_ids) {
+  std::vector<int64_t> ids;
+  for (const std::string& run_id : run_ids) {
+    if (absl::StatusOr<int64_t> id = ParseRunId(run_id); id.ok()) ids.push_back(*id);
+  }
+  return readers_.Read([&ids](Database& db) { return runs::ActiveAmong(db, ids); });
+}
+
 absl::Status Store::FailRun(const std::string& run_id, const std::string& error, int64_t now_ms) {
   TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
   return WriteSync<Nothing>(Returning([&](Database& db, EventBatch& events) {

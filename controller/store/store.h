@@ -267,6 +267,9 @@ class Store {
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> CancelRun(
       const std::string& run_id, int64_t now_ms);  // (agent_id, lease_id)
   absl::StatusOr<std::vector<ActiveRun>> ActiveRuns();
+  // Those of `run_ids` that are still active (queued or running), in id order; ids that
+  // do not parse are not active.
+  absl::StatusOr<std::vector<ActiveRun>> ActiveRunsAmong(const std::vector<std::string>& run_ids);
   // Marks a non-terminal run failed with `error`, cancelling its queued jobs.
   absl::Status FailRun(const std::string& run_id, const std::string& error, int64_t now_ms);
 
