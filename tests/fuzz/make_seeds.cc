@@ -57,6 +57,20 @@ std::string Samples(const std::string& lease, int64_t job, int n) {
   }
   return m.SerializeAsString();
 }
+// A batch whose samples share their origin (SampleBatch.shared_origin) but the last, which
+// names its own boot.
+std::string SamplesSharingOrigin(const std::string& lease, int64_t job, int n) {
+  AgentMessage m;
+  m.ParseFromString(Samples(lease, job, n));
+  tlbfleet::v1::SampleOrigin* origin = m.mutable_samples()->mutable_shared_origin();
+  origin->set_host("host-a1");
+  origin->set_boot_id("boot-A");
+  origin->set_kernel_release("6.1.0-28-amd64");
+  origin->set_kernel_cmdline("ro quiet");
+  origin->set_microarch("IvyBridge");
+  m.mutable_samples()->mutable_samples(n - 1)->set_boot_id("boot-B");
+  return m.SerializeAsString();
+}
 std::string Complete(const std::string& lease, int64_t job, int n,
                      tlbfleet::v1::JobStatus status = tlbfleet::v1::JOB_STATUS_SUCCEEDED) {
   AgentMessage m;
@@ -95,6 +109,15 @@ int main(int argc, char** argv) {
   Record(job, 1, Complete("j1a1", 1, 3));
   Record(job, 1, Heartbeat(AGENT_STATE_IDLE));
   ok &= Write(dir + "/fuzz_agent_message/one-job", job);
+
+  // The same job, its samples' origin sent once per batch.
+  std::string shared;
+  Record(shared, 0, Hello("a1"));
+  Record(shared, 1, Heartbeat(AGENT_STATE_IDLE));
+  Record(shared, 1, Heartbeat(AGENT_STATE_RUNNING, "j1a1"));
+  Record(shared, 1, SamplesSharingOrigin("j1a1", 1, 3));
+  Record(shared, 1, Complete("j1a1", 1, 3));
+  ok &= Write(dir + "/fuzz_agent_message/shared-origin", shared);
 
   // Gone past the lease, back with the result spooled.
   std::string spooled;
