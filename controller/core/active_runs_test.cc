@@ -105,6 +105,36 @@ TEST_F(ActiveRunSnapshotTest, AStaleRunsSlotsAreReadAgain) {
   EXPECT_EQ(Current(3000), (Ids{other}));
 }
 
+TEST_F(ActiveRunSnapshotTest, SlotsWithWorkAreThoseWithQueuedJobs) {
+  v1::RunSpec spec;
+  spec.set_name("three");
+  spec.set_benchmark("ebizzy");
+  spec.set_iterations(2);
+  spec.add_arms()->set_name("a");
+  spec.mutable_hosts()->set_count(3);
+  std::vector<scheduler::JobPlan> plans;
+  for (uint32_t slot : {0u, 0u, 1u, 2u, 2u}) {
+    scheduler::JobPlan plan;
+    plan.slot = slot;
+    plan.arm = "a";
+    plan.iteration = 1;
+    plan.timeout_seconds = 30;
+    plans.push_back(plan);
+  }
+  const std::string run = *store_->CreateRun(spec, "yaml", plans, 1000);
+  EXPECT_EQ(snapshot_.Current(*store_, 1000)[0].slots_with_work, (std::set<int64_t>{0, 1, 2}));
+  // Slot 0 keeps one queued job; slot 1's only job is leased.
+  auto first = store::LeaseNext(*store_, run, "agent1", 2000, 60000);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  auto second = store::LeaseNext(*store_, run, "agent2", 2000, 60000);
+  ASSERT_TRUE(second.ok() && second->has_value());
+  snapshot_.MarkStale(run);
+  const store::ActiveRun& fresh = snapshot_.Current(*store_, 2000)[0];
+  EXPECT_EQ(fresh.slot_of.at("agent1"), 0);
+  EXPECT_EQ(fresh.slot_of.at("agent2"), 1);
+  EXPECT_EQ(fresh.slots_with_work, (std::set<int64_t>{0, 2}));
+}
+
 TEST_F(ActiveRunSnapshotTest, MarkAllStaleAndTheMinuteReadEverything) {
   const std::string first = Submit("r1");
   EXPECT_EQ(Current(1000), (Ids{first}));

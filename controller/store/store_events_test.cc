@@ -255,6 +255,16 @@ TEST_F(StoreEventsTest, LeaseQueriesUseTheirIndexes) {
               HasSubstr("USING INDEX sqlite_autoindex_run_slots_2 (run_id=? AND agent_id=?)"));
   EXPECT_THAT(plan("SELECT MIN(id) FROM jobs WHERE run_id = 1 AND slot = 2 AND state = 'queued'"),
               HasSubstr("USING INDEX jobs_queued_by_slot_id (run_id=? AND slot=?)"));
+  // Dispatch's view of a run (runs.cc, LoadActive): its bound slots by key, and its slots with
+  // queued jobs by one seek each, never a walk of its queued jobs.
+  EXPECT_THAT(plan("SELECT slot, agent_id FROM run_slots WHERE run_id = 1"),
+              HasSubstr("INDEX sqlite_autoindex_run_slots_"));
+  const std::string work = plan(
+      "WITH RECURSIVE s(slot) AS (SELECT MIN(slot) FROM jobs WHERE run_id = 1"
+      " AND state = 'queued' UNION ALL SELECT (SELECT MIN(slot) FROM jobs WHERE run_id = 1"
+      " AND state = 'queued' AND slot > s.slot) FROM s WHERE s.slot IS NOT NULL)"
+      " SELECT slot FROM s WHERE slot IS NOT NULL");
+  EXPECT_THAT(work, HasSubstr("USING INDEX jobs_queued_by_slot_id (run_id=? AND slot>?)"));
 }
 
 TEST_F(StoreEventsTest, SampleQueriesUseTheirIndexes) {
