@@ -56,6 +56,14 @@ struct Origin {
         microarch(Pick(s.microarch(), shared.microarch())),
         peer_host(Pick(s.peer_host(), shared.peer_host())),
         boot_entry(Pick(s.boot_entry(), shared.boot_entry())) {}
+  // Binds the seven fields, in the order above, to `stmt`'s parameters from `first` on. Not
+  // copied: they point into the batch, which outlives the statement's run.
+  void BindTo(Statement& stmt, int first) const {
+    for (const std::string* field :
+         {host, boot_id, kernel_release, kernel_cmdline, microarch, peer_host, boot_entry}) {
+      stmt.BindUncopied(first++, *field);
+    }
+  }
   static const std::string* Pick(const std::string& own, const std::string& shared) {
     return own.empty() ? &shared : &own;
   }
@@ -82,15 +90,8 @@ absl::StatusOr<int64_t> SourceId(Database& db, const LeaseOfSamples& lease, cons
                                  " AND host = ?3 AND boot_id = ?4 AND kernel_release = ?5"
                                  " AND kernel_cmdline = ?6 AND microarch = ?7 AND peer_host = ?8"
                                  " AND boot_entry = ?9"));
-  find.Bind(1, lease.job_id)
-      .BindUncopied(2, *lease.lease_id)
-      .BindUncopied(3, *origin.host)
-      .BindUncopied(4, *origin.boot_id)
-      .BindUncopied(5, *origin.kernel_release)
-      .BindUncopied(6, *origin.kernel_cmdline)
-      .BindUncopied(7, *origin.microarch)
-      .BindUncopied(8, *origin.peer_host)
-      .BindUncopied(9, *origin.boot_entry);
+  find.Bind(1, lease.job_id).BindUncopied(2, *lease.lease_id);
+  origin.BindTo(find, 3);
   TLB_ASSIGN_OR_RETURN(bool found, find.Step());
   if (found) return find.Int(0);
   TLB_ASSIGN_OR_RETURN(
@@ -100,22 +101,16 @@ absl::StatusOr<int64_t> SourceId(Database& db, const LeaseOfSamples& lease, cons
                  " kernel_cmdline, microarch, peer_host, boot_entry) VALUES(?1, ?2, ?3, ?4, ?5,"
                  " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
   const Statement& job = *lease.job;
-  TLB_RETURN_IF_ERROR(add.Bind(1, lease.run_id)
-                          .Bind(2, lease.job_id)
-                          .Bind(3, *lease.lease_id)
-                          .Bind(4, job.Text(2))
-                          .Bind(5, job.Text(3))
-                          .Bind(6, job.Text(4))
-                          .Bind(7, job.Int(5))
-                          .Bind(8, *lease.agent_id)
-                          .Bind(9, *origin.host)
-                          .Bind(10, *origin.boot_id)
-                          .Bind(11, *origin.kernel_release)
-                          .Bind(12, *origin.kernel_cmdline)
-                          .Bind(13, *origin.microarch)
-                          .Bind(14, *origin.peer_host)
-                          .Bind(15, *origin.boot_entry)
-                          .Run());
+  add.Bind(1, lease.run_id)
+      .Bind(2, lease.job_id)
+      .Bind(3, *lease.lease_id)
+      .Bind(4, job.Text(2))
+      .Bind(5, job.Text(3))
+      .Bind(6, job.Text(4))
+      .Bind(7, job.Int(5))
+      .Bind(8, *lease.agent_id);
+  origin.BindTo(add, 9);
+  TLB_RETURN_IF_ERROR(add.Run());
   return db.LastInsertId();
 }
 
