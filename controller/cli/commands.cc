@@ -17,6 +17,7 @@
 #include "controller/cli/progress.h"
 #include "controller/cli/yaml_documents.h"
 #include "controller/report/arm_ceilings.h"
+#include "controller/report/arm_hosts.h"
 #include "controller/report/comparison.h"
 #include "controller/report/flush_profile.h"
 #include "controller/report/render.h"
@@ -306,6 +307,7 @@ int Commands::Compare(const std::string& run_id, const CompareFlags& flags, Outp
       return Error(kExitUsage, fmt::format("run {}: {}", run_id, AsFlag(comparison.status())));
     }
     report::AttachArmCeilings(samples, run.spec(), &*comparison);
+    report::AttachArmHosts(samples, &*comparison);
     out_ << RenderComparison(*comparison, format, "");
     return kExitOk;
   }

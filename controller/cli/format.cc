@@ -6,6 +6,7 @@
 #include <charconv>
 #include <utility>
 
+#include "controller/scheduler/host_lost.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -136,13 +137,34 @@ std::string DescribeSweep(const tlbfleet::v1::SweepSpec& sweep) {
 
 }  // namespace
 
+// The STATE cell: the state, and what a person must know about its hosts — a slot waiting for
+// a silent host, work measured again after a host was lost or a boot cut short.
+std::string RunStateCell(const Run& run) {
+  std::string cell = RunStateName(run.state());
+  std::vector<std::string> notes;
+  for (const v1::LostHost& wait : run.waiting_for()) {
+    notes.push_back(fmt::format("waiting for {}", wait.hostname().empty()
+                                                      ? ShortAgentId(wait.agent_id())
+                                                      : wait.hostname()));
+  }
+  int restarted = 0, repeated = 0;
+  for (const v1::AbandonedWork& w : run.abandoned()) (w.boot_index() < 0 ? restarted : repeated)++;
+  if (restarted > 0) {
+    notes.push_back(fmt::format("{} slot{} restarted", restarted, restarted == 1 ? "" : "s"));
+  }
+  if (repeated > 0) {
+    notes.push_back(fmt::format("{} boot{} redone", repeated, repeated == 1 ? "" : "s"));
+  }
+  if (!notes.empty()) cell += fmt::format(" ({})", fmt::join(notes, ", "));
+  return cell;
+}
+
 std::string FormatRunsTable(const tlbfleet::v1::ListRunsResponse& runs) {
   TextTable table({"ID", "NAME", "BENCHMARK", "STATE", "JOBS", "CREATED"});
   table.SetAlign(4, TextTable::Align::kRight);
   for (const Run& run : runs.runs()) {
     table.AddRow({run.id(), OrDash(run.spec().name()), OrDash(run.spec().benchmark()),
-                  RunStateName(run.state()),
-                  fmt::format("{}/{}", JobsDone(run.jobs()), run.jobs().total()),
+                  RunStateCell(run), fmt::format("{}/{}", JobsDone(run.jobs()), run.jobs().total()),
                   FormatUnixTime(run.created_unix())});
   }
   return table.Render();
@@ -190,6 +212,22 @@ std::string FormatRunDetails(const Run& run) {
     lines.emplace_back("target", fmt::format("ratio CI half-width {:.2f}%, {} round{} so far",
                                              adaptive.target_ci() * 100, run.adaptive_rounds(),
                                              run.adaptive_rounds() == 1 ? "" : "s"));
+  }
+  if (!run.on_host_lost().action().empty()) {
+    const v1::HostLostPolicy& policy = run.on_host_lost();
+    lines.emplace_back("on host lost",
+                       policy.action() == "wait"
+                           ? std::string("wait for it")
+                           : fmt::format("{} after {}", policy.action(),
+                                         scheduler::FormatSeconds(policy.after_seconds())));
+  }
+  for (const v1::LostHost& wait : run.waiting_for()) {
+    lines.emplace_back(fmt::format("slot {}", wait.slot()), wait.message());
+  }
+  for (const v1::AbandonedWork& w : run.abandoned()) {
+    lines.emplace_back("measured again", fmt::format("{} ({} jobs, {} samples kept, left out of "
+                                                     "comparisons)",
+                                                     w.reason(), w.jobs(), w.samples()));
   }
   lines.emplace_back("created", FormatUnixTime(run.created_unix()));
   lines.emplace_back("finished", FormatUnixTime(run.finished_unix()));
@@ -240,8 +278,20 @@ namespace {
 // "yes" / "no", and whether the host is on its way through a reboot the controller asked for
 // (away, or still on the boot it was asked to leave): such a host is not lost.
 std::string ConnectedCell(const tlbfleet::v1::Host& host) {
-  if (!host.rebooting()) return host.connected() ? "yes" : "no";
-  return host.connected() ? "yes, rebooting" : "rebooting";
+  std::string cell;
+  if (!host.rebooting()) {
+    cell = host.connected() ? "yes" : "no";
+  } else {
+    cell = host.connected() ? "yes, rebooting" : "rebooting";
+  }
+  // Silent hosts that runs wait for: the operator's first thing to look at.
+  if (host.waited_on_by_size() > 0) {
+    std::vector<std::string> runs;
+    for (const v1::LostHostRun& r : host.waited_on_by()) runs.push_back(r.run_id());
+    cell += fmt::format(", silent: run{} {} wait{}", runs.size() == 1 ? "" : "s",
+                        fmt::join(runs, ","), runs.size() == 1 ? "s" : "");
+  }
+  return cell;
 }
 
 }  // namespace
@@ -320,16 +370,33 @@ std::string BetterName(tlbfleet::v1::Better better) {
 
 std::string ResultsCsvHeader() {
   return "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
-         "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host\n";
+         "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host,"
+         "agent_id,machine_id,slot,excluded\n";
 }
 
 std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
-  return CsvRow({s.run_id(), std::to_string(s.job_id()), s.arm(), s.param_name(), s.param_value(),
-                 std::to_string(s.iteration()), s.metric(), s.series(), FormatDouble(s.value()),
-                 s.unit(), BetterName(s.better()), s.host(), s.boot_id(), s.kernel_release(),
+  return CsvRow({s.run_id(),
+                 std::to_string(s.job_id()),
+                 s.arm(),
+                 s.param_name(),
+                 s.param_value(),
+                 std::to_string(s.iteration()),
+                 s.metric(),
+                 s.series(),
+                 FormatDouble(s.value()),
+                 s.unit(),
+                 BetterName(s.better()),
+                 s.host(),
+                 s.boot_id(),
+                 s.kernel_release(),
                  s.ceiling_applied() ? "true" : "false",
                  s.ceiling_applied() || s.ceiling_observed() ? std::to_string(s.ceiling()) : "",
-                 s.ceiling_observed() ? "true" : "false", s.peer_host()});
+                 s.ceiling_observed() ? "true" : "false",
+                 s.peer_host(),
+                 s.agent_id(),
+                 s.machine_id(),
+                 std::to_string(s.slot()),
+                 s.excluded()});
 }
 
 std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results) {

@@ -5,6 +5,8 @@
 
 namespace tlbfleet::cli {
 
+namespace v1 = tlbfleet::v1;
+
 std::string ProgressText(const tlbfleet::v1::Run& run) {
   const auto& jobs = run.jobs();
   if (jobs.total() == 0) return fmt::format("run {}: {}", run.id(), RunStateName(run.state()));
@@ -12,6 +14,7 @@ std::string ProgressText(const tlbfleet::v1::Run& run) {
                                  jobs.total(), jobs.running());
   if (jobs.failed() > 0) text += fmt::format(", {} failed", jobs.failed());
   if (jobs.cancelled() > 0) text += fmt::format(", {} cancelled", jobs.cancelled());
+  for (const v1::LostHost& wait : run.waiting_for()) text += fmt::format("; {}", wait.message());
   return text;
 }
 

@@ -111,6 +111,8 @@ void Controller::Recover() {
         if (known.connected) continue;
         known.info = std::move(h.info);
         known.away_since_ms = now;
+        // Nobody could talk to a controller that was down: silence counts from its start.
+        known.last_heard_ms = now;
       }
     }
   }
@@ -242,6 +244,8 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello,
         sessions_.Add(channel, next_stream_++, agent_id, host, principal);
     if (!added.ok()) return added.status();  // another stream of it registered meanwhile
     Session& session = *added->session;
+    session.registered_ms = Now();
+    session.last_heard_ms = session.registered_ms;
     if (added->replaced.has_value()) {
       spdlog::warn(
           "agent={} host={} connected from {} on boot {}; its stream from boot {} is "
@@ -254,6 +258,7 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello,
     KnownHost& known = known_hosts_[agent_id];
     known.info = host;
     known.connected = true;
+    known.last_heard_ms = session.last_heard_ms;
     for (const store::ExpiredLease& e : reconciled->released) {
       OnLeaseTakenBackLocked(e, "the agent came back without it", later);
     }
@@ -322,6 +327,7 @@ void Controller::Unregister(AgentChannel* channel) {
     KnownHost& known = known_hosts_[session->agent_id];
     known.connected = false;
     known.away_since_ms = Now();
+    known.last_heard_ms = session->last_heard_ms;
     hub_.Post(
         [agent_id = session->agent_id](FleetObserver& o) { o.OnAgentDisconnected(agent_id); });
   }
@@ -336,6 +342,7 @@ void Controller::OnMessage(AgentChannel* channel, v1::AgentMessage message) {
     Session* session = sessions_.ByChannel(channel);
     // A stream that was replaced by a newer one, or one being closed after a failed write.
     if (session == nullptr || session->broken) return;
+    session->last_heard_ms = Now();
     switch (message.body_case()) {
       case v1::AgentMessage::kHeartbeat:
         HandleHeartbeatLocked(*session, message.heartbeat(), later);
@@ -587,13 +594,11 @@ void Controller::NoteStoreFailureLocked(const absl::Status& status) {
 
 void Controller::Tick() {
   const int64_t now = Now();
-  std::set<std::string> live;
   bool outage = false;
   {
     absl::MutexLock lock(&mu_);
     if (store_.writes_failing()) NoteStoreFailureLocked(store_.last_write_failure());
     outage = store_outage_;
-    for (const auto& [id, session] : sessions_) live.insert(id);
   }
   absl::StatusOr<std::vector<store::ExpiredLease>> expired = std::vector<store::ExpiredLease>();
   if (outage) {
@@ -608,12 +613,13 @@ void Controller::Tick() {
                    *extended, grace_ms() / 1000);
     }
   } else {
-    expired = store_.ExpireLeases(now, options_.max_attempts, live);
+    expired = store_.ExpireLeases(now, options_.max_attempts);
   }
   Later later;
   {
     absl::MutexLock lock(&mu_);
     CheckRebootsLocked();
+    if (!outage) CheckLostHostsLocked();
     if (!expired.ok()) {
       spdlog::error("lease expiry failed: {}", expired.status().ToString());
       NoteStoreFailureLocked(expired.status());

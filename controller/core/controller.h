@@ -8,6 +8,7 @@
 //   reboots.h          hosts asked for a fresh boot, and whether they came back
 //   adaptive_driver.h  grows or stops adaptive runs, on its own worker thread
 //   peers.h            peers for jobs whose parameter resolves to one (netperf's server: peer)
+//   lost_hosts.h       slots whose host went silent, and what on_host_lost does about them
 //   observer_hub.h     delivers notifications to observers (observer.h) on its own thread
 // and the store (controller/store/store.h) for everything durable.
 //
@@ -44,6 +45,7 @@
 #include "controller/core/adaptive_driver.h"
 #include "controller/core/agent_channel.h"
 #include "controller/core/dispatcher.h"
+#include "controller/core/lost_hosts.h"
 #include "controller/core/observer.h"
 #include "controller/core/observer_hub.h"
 #include "controller/core/peers.h"
@@ -91,6 +93,8 @@ struct FleetSnapshot {
   std::map<v1::RunState, uint64_t> runs;  // every run, by state
   std::map<v1::JobState, uint64_t> jobs;  // every job, by state
   uint64_t queue_depth = 0;               // queued jobs of queued or running runs
+  // Active runs with a slot whose host is silent (the lost-host watch).
+  uint64_t runs_waiting_for_lost_host = 0;
 };
 
 class Controller {
@@ -178,6 +182,8 @@ class Controller {
     v1::HostInfo info;
     bool connected = false;
     int64_t away_since_ms = 0;
+    // Its last message; for hosts not heard from since this controller started, the start.
+    int64_t last_heard_ms = 0;
   };
 
   int64_t Now() const { return clock_(); }
@@ -223,6 +229,17 @@ class Controller {
   void RequestRebootLocked(Session& session, const std::string& run_id, const std::string& why,
                            const std::string& boot_entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckRebootsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The lost-host watch's pass: records slots whose host went silent or came back, and fails
+  // runs or restarts slots whose host has been silent past their on_host_lost bound.
+  void CheckLostHostsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How the watch sees the host holding a slot.
+  LostHostWatch::Presence PresenceLocked(const store::ActiveRun::Holder& holder,
+                                         int64_t now_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordSlotHostLocked(v1::SlotHostEvent::Kind kind, const LostHostWatch::Action& action,
+                            const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The run as the store has it, with what only the core knows (slots waiting for a lost host,
+  // the on_host_lost policy in force).
+  void DecorateRunLocked(v1::Run& run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores the coordinator's record of `agent_id` as it now stands (or deletes it).
   void SaveRebootLocked(const std::string& agent_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stores a reboot event on `run_id` and tells observers.
@@ -258,6 +275,7 @@ class Controller {
   absl::Mutex mu_;
   Sessions sessions_ ABSL_GUARDED_BY(mu_);
   RebootCoordinator reboots_ ABSL_GUARDED_BY(mu_);
+  LostHostWatch lost_hosts_ ABSL_GUARDED_BY(mu_);
   PeerPool peers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, KnownHost> known_hosts_ ABSL_GUARDED_BY(mu_);
   uint64_t next_stream_ ABSL_GUARDED_BY(mu_) = 1;

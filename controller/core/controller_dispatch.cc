@@ -205,14 +205,124 @@ void Controller::CheckRebootsLocked() {
         sessions_.SetIdle(*s, true, Now());
       }
     } else {
-      error = absl::StrCat("host ", hostname, " did not come back within ",
-                           reboots_.return_timeout_ms() / 1000,
-                           " s of the reboot request (it left boot ", overdue.boot_id,
-                           "); the samples taken so far are kept");
+      // A host that does not come back is a lost host: the run's on_host_lost policy decides
+      // (fail it, restart the slot elsewhere, or keep waiting), at the watch's next pass.
+      error = absl::StrCat("did not come back within ", reboots_.return_timeout_ms() / 1000,
+                           " s of the reboot request (it left boot ", overdue.boot_id, ")");
+      RecordRebootLocked(v1::RebootEvent::KIND_FAILED, overdue.run_id, overdue.agent_id, hostname,
+                         overdue.boot_id, "", absl::StrCat("host ", hostname, " ", error));
+      lost_hosts_.MarkLost(overdue.agent_id, error);
+      continue;
     }
     RecordRebootLocked(v1::RebootEvent::KIND_FAILED, overdue.run_id, overdue.agent_id, hostname,
                        overdue.boot_id, "", error);
     FailRunLocked(overdue.run_id, error);
+  }
+}
+
+// --- lost hosts ---------------------------------------------------------------------------
+
+LostHostWatch::Presence Controller::PresenceLocked(const store::ActiveRun::Holder& holder,
+                                                   int64_t now_ms) const {
+  LostHostWatch::Presence p;
+  // Two heartbeats missed: an agent sends one every heartbeat_ms whatever it is doing.
+  const int64_t silence_ms = std::max<int64_t>(2 * options_.heartbeat_ms + 1'000, 3'000);
+  const Session* s = sessions_.Find(holder.agent_id);
+  const bool same_machine =
+      s != nullptr && (holder.machine_id.empty() || s->host.machine_id().empty() ||
+                       s->host.machine_id() == holder.machine_id);
+  if (same_machine && !s->broken && now_ms - s->last_heard_ms <= silence_ms) {
+    p.present = true;
+    return p;
+  }
+  if (same_machine) {
+    p.silent_since_ms = s->last_heard_ms;
+  } else if (s != nullptr) {
+    // The agent id is back on another machine: the slot's machine was last heard before that.
+    p.silent_since_ms = s->registered_ms;
+  } else if (auto it = known_hosts_.find(holder.agent_id); it != known_hosts_.end()) {
+    p.silent_since_ms = it->second.last_heard_ms;
+  } else {
+    p.silent_since_ms = now_ms;  // never seen by this controller (not yet reconnected)
+  }
+  p.rebooting = reboots_.Asked(holder.agent_id);
+  return p;
+}
+
+void Controller::RecordSlotHostLocked(v1::SlotHostEvent::Kind kind,
+                                      const LostHostWatch::Action& action,
+                                      const std::string& message) {
+  v1::RunEvent event;
+  event.set_run_id(action.run_id);
+  event.set_time_unix_ms(Now());
+  v1::SlotHostEvent* e = event.mutable_slot_host();
+  e->set_kind(kind);
+  e->set_slot(static_cast<uint32_t>(action.slot));
+  e->set_agent_id(action.holder.agent_id);
+  e->set_hostname(action.holder.hostname);
+  e->set_machine_id(action.holder.machine_id);
+  e->set_silent_since_unix_ms(action.silent_since_ms);
+  e->set_action(action.policy.action());
+  e->set_after_seconds(action.policy.after_seconds());
+  e->set_boot_index(-1);
+  e->set_message(message);
+  if (absl::StatusOr<v1::RunEvent> stored = store_.RecordRunEvent(std::move(event)); !stored.ok()) {
+    spdlog::error("run={} slot={}: recording a lost-host event failed: {}", action.run_id,
+                  action.slot, stored.status().ToString());
+  }
+}
+
+void Controller::CheckLostHostsLocked() {
+  const int64_t now = Now();
+  const std::vector<store::ActiveRun>& runs = ActiveRunsLocked();
+  const std::vector<LostHostWatch::Action> actions = lost_hosts_.Check(
+      runs, [&](const store::ActiveRun::Holder& h) { return PresenceLocked(h, now); }, now);
+  for (const LostHostWatch::Action& a : actions) {
+    switch (a.kind) {
+      case LostHostWatch::Action::Kind::kSilent:
+        spdlog::warn("run={} slot={}: {}", a.run_id, a.slot, a.message);
+        RecordSlotHostLocked(v1::SlotHostEvent::KIND_SILENT, a, a.message);
+        break;
+      case LostHostWatch::Action::Kind::kReturned:
+        spdlog::info("run={} slot={}: {}", a.run_id, a.slot, a.message);
+        RecordSlotHostLocked(v1::SlotHostEvent::KIND_RETURNED, a, a.message);
+        break;
+      case LostHostWatch::Action::Kind::kFail: {
+        // Under mu_: rare, and the store's readers never wait for the core.
+        absl::StatusOr<store::SlotProgress> done = store_.SlotProgressOf(a.run_id, a.slot);
+        const std::string measured =
+            done.ok() ? absl::StrCat("; slot ", a.slot, " had measured ", done->jobs_done, " of ",
+                                     done->jobs_total, " jobs (", done->boots_touched, " boot",
+                                     done->boots_touched == 1 ? "" : "s", ", ", done->samples,
+                                     " samples, kept)")
+                      : std::string();
+        const std::string error = absl::StrCat("host ", a.message, measured);
+        RecordSlotHostLocked(v1::SlotHostEvent::KIND_FAILED, a, error);
+        FailRunLocked(a.run_id, error);
+        break;
+      }
+      case LostHostWatch::Action::Kind::kRestart: {
+        const std::string reason = absl::StrCat("slot ", a.slot, " restarted: ", a.message);
+        absl::StatusOr<store::SlotRestart> restarted =
+            store_.RestartSlot(a.run_id, a.slot, a.holder.agent_id, reason, now);
+        if (!restarted.ok()) {
+          spdlog::error("run={} slot={}: restarting it failed ({}); trying again", a.run_id, a.slot,
+                        restarted.status().ToString());
+          NoteStoreFailureLocked(restarted.status());
+          lost_hosts_.ActionFailed(a.run_id, a.slot);
+          break;
+        }
+        if (!restarted->restarted) break;  // the slot changed meanwhile; the next pass sees it
+        spdlog::warn(
+            "run={} {} ({} finished jobs and {} samples kept, left out; measured again "
+            "from the first job on an eligible host)",
+            a.run_id, reason, restarted->jobs, restarted->samples);
+        active_runs_.MarkStale(a.run_id);
+        work_since_ms_ = now;
+        dispatch_needed_ = true;
+        break;
+      }
+    }
   }
 }
 

@@ -17,6 +17,9 @@ namespace {
 constexpr char kTwoJobs[] = "name: two\nbenchmark: ebizzy\niterations: 2\narms: [{name: a}]\n";
 constexpr char kTwoBoots[] =
     "name: boots\nbenchmark: pipetest\nparams: {loops: 1000}\nboots: 2\narms: [{name: a}]\n";
+constexpr char kTwoBootsFailIfLost[] =
+    "name: boots\nbenchmark: pipetest\nparams: {loops: 1000}\nboots: 2\narms: [{name: a}]\n"
+    "on_host_lost: {action: fail}\n";
 constexpr char kCeiling[] =
     "name: c\nbenchmark: ebizzy\narms: [{name: low, ceiling: 1}, {name: high, ceiling: 512}]\n";
 
@@ -338,7 +341,7 @@ TEST_F(ControllerReliabilityTest, ARebootRequestSurvivesARestartAndTheHostComing
 TEST_F(ControllerReliabilityTest, AHostThatNeverComesBackFromARebootFailsItsRunKeepingSamples) {
   FakeChannel a;
   ASSERT_TRUE(controller_->Register(&a, Hello("a1", "boot-A")).ok());
-  const std::string run_id = Submit(kTwoBoots);
+  const std::string run_id = Submit(kTwoBootsFailIfLost);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment first = *a.LastAssignment();
   Samples(a, first, 4);

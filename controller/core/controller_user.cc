@@ -11,6 +11,7 @@
 #include "controller/report/comparison.h"
 #include "controller/report/render.h"
 #include "controller/scheduler/expand.h"
+#include "controller/scheduler/host_lost.h"
 #include "controller/scheduler/run_spec.h"
 #include "spdlog/spdlog.h"
 
@@ -63,12 +64,25 @@ absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec
   return response;
 }
 
+void Controller::DecorateRunLocked(v1::Run& run) const {
+  *run.mutable_on_host_lost() = scheduler::EffectiveHostLostPolicy(run.spec());
+  for (v1::LostHost& wait : lost_hosts_.WaitingFor(run.id(), Now())) {
+    *run.add_waiting_for() = std::move(wait);
+  }
+}
+
 absl::StatusOr<v1::Run> Controller::GetRun(const std::string& run_id) {
-  return store_.GetRun(run_id);
+  TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
+  absl::MutexLock lock(&mu_);
+  DecorateRunLocked(run);
+  return run;
 }
 
 absl::StatusOr<v1::ListRunsResponse> Controller::ListRuns(const v1::ListRunsRequest& request) {
-  return store_.QueryRuns(request);
+  TLB_ASSIGN_OR_RETURN(v1::ListRunsResponse response, store_.QueryRuns(request));
+  absl::MutexLock lock(&mu_);
+  for (v1::Run& run : *response.mutable_runs()) DecorateRunLocked(run);
+  return response;
 }
 
 absl::StatusOr<v1::Run> Controller::CancelRun(const std::string& run_id) {
@@ -112,6 +126,9 @@ absl::StatusOr<v1::ListHostsResponse> Controller::ListHosts() {
     if (std::optional<store::RebootRecord> reboot = reboots_.Get(h.agent_id); reboot.has_value()) {
       out->set_rebooting(true);
       out->set_rebooting_for_run(reboot->run_id);
+    }
+    for (v1::LostHostRun& waiting : lost_hosts_.WaitingOn(h.agent_id, Now())) {
+      *out->add_waited_on_by() = std::move(waiting);
     }
   }
   return response;
@@ -178,6 +195,7 @@ absl::StatusOr<FleetSnapshot> Controller::Snapshot() {
   snapshot.queue_depth = counts.queued_jobs_of_active_runs;
 
   absl::MutexLock lock(&mu_);
+  snapshot.runs_waiting_for_lost_host = lost_hosts_.RunsWaiting();
   uint64_t away_rebooting = 0;
   for (const std::string& id : reboots_.AskedAgentIds()) {
     if (sessions_.Find(id) == nullptr) ++away_rebooting;

@@ -50,6 +50,8 @@ store::LeaseRequest Dispatcher::Request(const Session& session,
   request.boot_id = session.host.boot_id();
   request.boot_entry = session.host.boot_entry();
   request.boot_entry_failed = !session.host.boot_entry_error().empty();
+  request.machine_id = session.host.machine_id();
+  request.hostname = session.host.hostname();
   request.now_ms = now_ms;
   request.lease_ms = lease_ms;
   request.expander_for = [host = session.host](const std::string& run_id) {

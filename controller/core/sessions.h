@@ -32,9 +32,11 @@ struct Session {
   // job, and holds no lease.
   bool idle = false;
   int64_t idle_since_ms = 0;
-  std::string lease_id;      // the lease it runs, when not idle
-  bool dispatching = false;  // a lease request for it is with the store
-  bool rebooting = false;    // it says it is carrying out a reboot
+  std::string lease_id;       // the lease it runs, when not idle
+  bool dispatching = false;   // a lease request for it is with the store
+  bool rebooting = false;     // it says it is carrying out a reboot
+  int64_t registered_ms = 0;  // when this stream registered
+  int64_t last_heard_ms = 0;  // its last message (the lost-host watch counts silence from it)
   // A write of this stream failed: the stream is being closed and nothing more it sends is
   // handled (the agent reconnects and resends from its spool).
   bool broken = false;

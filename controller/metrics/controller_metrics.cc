@@ -67,6 +67,12 @@ ControllerMetrics::ControllerMetrics(core::Controller& facade, ControllerMetrics
                        .Name("tlbfleet_queue_depth_jobs")
                        .Help("Queued jobs of runs that are queued or running")
                        .Register(*registry_)),
+      runs_waiting_for_lost_host_(
+          prometheus::BuildGauge()
+              .Name("tlbfleet_runs_waiting_for_lost_host")
+              .Help("Active runs with a slot whose host is silent (on_host_lost decides when "
+                    "they stop waiting)")
+              .Register(*registry_)),
       job_duration_(prometheus::BuildHistogram()
                         .Name("tlbfleet_job_duration_seconds")
                         .Help("Time jobs ran on their host, by benchmark")
@@ -166,6 +172,8 @@ std::string ControllerMetrics::Render() {
           .Set(static_cast<double>(n));
     }
     queue_depth_.Add({}).Set(static_cast<double>(snapshot->queue_depth));
+    runs_waiting_for_lost_host_.Add({}).Set(
+        static_cast<double>(snapshot->runs_waiting_for_lost_host));
     scrape_errors_.Add({}).Set(1);
   } else {
     // Stale gauges are worse than none for alerting; say so instead.

@@ -93,6 +93,7 @@ class ControllerMetrics final : public core::FleetObserver {
   prometheus::Family<prometheus::Gauge>& runs_;
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
+  prometheus::Family<prometheus::Gauge>& runs_waiting_for_lost_host_;
   prometheus::Family<prometheus::Histogram>& job_duration_;
   prometheus::Family<prometheus::Counter>& jobs_finished_;
   prometheus::Family<prometheus::Counter>& samples_ingested_;

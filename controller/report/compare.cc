@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "controller/report/arm_ceilings.h"
+#include "controller/report/arm_hosts.h"
 #include "controller/report/render.h"
 #include "controller/stats/summary.h"
 
@@ -152,6 +153,7 @@ v1::Report ReportFromComparison(const Comparison& comparison) {
     }
     for (size_t i = 1; i < g.arms.size(); ++i) *group->add_verdicts() = BuildVerdict(g.arms[i]);
   }
+  AddArmHostsToReport(comparison, &report);
   return report;
 }
 
@@ -190,6 +192,7 @@ absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Samp
   absl::StatusOr<Comparison> comparison = Compare(ObservationsFromSamples(samples), options);
   if (!comparison.ok()) return comparison.status();
   if (spec != nullptr) AttachArmCeilings(samples, *spec, &*comparison);
+  AttachArmHosts(samples, &*comparison);
   v1::CompareResponse response;
   *response.mutable_report() = ReportFromComparison(*comparison);
   response.mutable_report()->set_title(title);

@@ -96,7 +96,8 @@ std::vector<Observation> ObservationsFromSamples(const std::vector<v1::Sample>& 
   std::vector<Observation> out;
   out.reserve(samples.size());
   for (const v1::Sample& s : samples) {
-    if (!s.series().empty()) continue;  // per-thread values are not compared
+    if (!s.series().empty()) continue;    // per-thread values are not compared
+    if (!s.excluded().empty()) continue;  // kept for the record, measured again elsewhere
     Observation o;
     o.arm = s.arm();
     o.boot = s.boot_id();

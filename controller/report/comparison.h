@@ -37,7 +37,8 @@ struct Observation {
 };
 
 // The aggregate samples (series "") as observations; boot = boot_id, and a missing or
-// BETTER_UNSPECIFIED direction reads as higher-is-better (as BuildReport).
+// BETTER_UNSPECIFIED direction reads as higher-is-better (as BuildReport). Samples the store
+// marks excluded (Sample.excluded: work measured again) are left out.
 std::vector<Observation> ObservationsFromSamples(const std::vector<v1::Sample>& samples);
 
 // Parses CSV with a header line naming the columns arm, boot, param, iteration, metric,
@@ -84,6 +85,10 @@ struct ArmResult {
   std::string arm;
   // The flush ceiling this arm ran under ("512", "default = 33"; arm_ceilings.h), or "".
   std::string ceiling;
+  // Where its samples were measured ("vm1 (agent 0d60fd02, machine 4c4c4544) 40 samples; …"),
+  // and what of it was left out and why (arm_hosts.h); "" when not known.
+  std::string hosts;
+  std::string excluded;
   size_t n = 0;
   size_t boots = 0;
   stats::Summary summary;
@@ -147,6 +152,26 @@ struct Comparison {
   size_t rows = 0;         // non-baseline arms with a defined p: the Benjamini–Hochberg m
   size_t discoveries = 0;  // rows with q < alpha
   std::string ceilings;    // "flush ceiling per arm: …" line (arm_ceilings.h), or ""
+  // The machines behind each arm's compared samples, and the samples left out (arm_hosts.h);
+  // empty when the samples do not say (offline CSV).
+  struct HostUse {
+    std::string arm;
+    std::string agent_id;
+    std::string hostname;
+    std::string machine_id;
+    uint64_t samples = 0;
+    uint32_t boots = 0;
+  };
+  struct Excluded {
+    std::string arm;
+    std::string agent_id;
+    std::string hostname;
+    std::string machine_id;
+    std::string reason;
+    uint64_t samples = 0;
+  };
+  std::vector<HostUse> hosts;
+  std::vector<Excluded> excluded;
 };
 
 // The analysis of one (metric, sweep value): `arms[i]` holds arm `names[i]`'s samples; index 0

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/json.h"
+#include "controller/report/arm_hosts.h"
 
 namespace tlbfleet::report {
 namespace {
@@ -226,6 +227,8 @@ std::vector<std::pair<const char*, Field>> Record(const Comparison& c, const Gro
       {"expected_ci_half_width_pct", a.advice.expected_half_width_pct},
       {"notes", notes},
       {"ceiling", a.ceiling},
+      {"hosts", a.hosts},
+      {"excluded", a.excluded},
   };
 }
 
@@ -246,6 +249,7 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
   std::string out;
   if (!title.empty()) absl::StrAppend(&out, title, "\n\n");
   if (!comparison.ceilings.empty()) absl::StrAppend(&out, comparison.ceilings, "\n");
+  absl::StrAppend(&out, RenderArmHostsText(comparison));
   size_t g = 0;
   while (g < comparison.groups.size()) {
     // One metric: its groups are contiguous.

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/scheduler/host_lost.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/presets.h"
 #include "controller/scheduler/run_spec_internal.h"
@@ -390,6 +391,26 @@ absl::Status ParseHosts(const YAML::Node& node, v1::HostSelector* hosts) {
   });
 }
 
+// `on_host_lost: {action: restart, after: 30m}`; CheckHostLostPolicy checks the action.
+absl::Status ParseHostLost(const YAML::Node& node, v1::HostLostPolicy* policy) {
+  return ForEachEntry(node, "on_host_lost", [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath("on_host_lost", key);
+    absl::StatusOr<std::string> text = ScalarText(v, field);
+    if (!text.ok()) return text.status();
+    if (key == "action") {
+      policy->set_action(*text);
+      return absl::OkStatus();
+    }
+    if (key == "after") {
+      absl::StatusOr<uint32_t> seconds = ParseHostLostAfter(*text, field);
+      if (!seconds.ok()) return seconds.status();
+      policy->set_after_seconds(*seconds);
+      return absl::OkStatus();
+    }
+    return UnknownField(field, {"action", "after"});
+  });
+}
+
 absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1::RunSpec* spec) {
   for (const auto& entry : root) {
     if (!entry.first.IsScalar()) return FieldError(where, "keys must be plain strings");
@@ -431,14 +452,16 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
       return absl::OkStatus();
     }
     if (key == "monitors") return ParseStringList(v, key, spec->mutable_monitors());
+    if (key == "on_host_lost") return ParseHostLost(v, spec->mutable_on_host_lost());
     if (key == "job_timeout_seconds") {
       absl::StatusOr<int64_t> n = ScalarInt(v, key, 0, kMaxJobTimeoutSeconds);
       if (!n.ok()) return n.status();
       spec->set_job_timeout_seconds(static_cast<uint32_t>(*n));
       return absl::OkStatus();
     }
-    return UnknownField(key, {"name", "benchmark", "params", "sweep", "iterations", "boots", "arms",
-                              "hosts", "job_timeout_seconds", "monitors", "preset"});
+    return UnknownField(
+        key, {"name", "benchmark", "params", "sweep", "iterations", "boots", "arms", "hosts",
+              "job_timeout_seconds", "monitors", "on_host_lost", "preset"});
   });
 }
 

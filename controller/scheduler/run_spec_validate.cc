@@ -17,6 +17,7 @@
 #include "agent/workloads/workload.h"
 #include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/expand.h"
+#include "controller/scheduler/host_lost.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/scheduler/run_spec_internal.h"
@@ -609,6 +610,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
                       absl::StrCat(spec.job_timeout_seconds()));
   }
   if (absl::Status s = CheckMonitors(spec); !s.ok()) return s;
+  if (absl::Status s = CheckHostLostPolicy(spec); !s.ok()) return s;
   if (absl::Status s = CheckJobCount(spec); !s.ok()) return s;
   return CheckCombinations(*workload, spec);
 }

@@ -61,7 +61,6 @@ absl::StatusOr<Reconciled> Reconcile(Database& db, EventBatch& events, const std
     dispatch::Requeue how;
     how.why = absl::StrCat("agent ", agent_id, " came back without lease ", job.lease_id,
                            " (restarted mid-job?)");
-    how.keep_slot = true;
     TLB_ASSIGN_OR_RETURN(ExpiredLease e,
                          dispatch::TakeBack(db, events, job, how, now_ms, max_attempts));
     out.released.push_back(std::move(e));

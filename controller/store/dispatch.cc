@@ -9,6 +9,7 @@
 #include "controller/store/boot_requests.h"
 #include "controller/store/events.h"
 #include "controller/store/runs.h"
+#include "controller/store/slots.h"
 
 namespace tlbfleet::store::dispatch {
 
@@ -36,11 +37,13 @@ absl::StatusOr<QueuedJob> QueuedJobFromRow(const Statement& row, int id_col, int
 // when the slot has work only for another index, `reboot_reason` says which. For a run whose
 // arms name boot entries (`entry_run`), a fresh boot serves only the index it was asked for
 // (boot_requests.h); `reboot_entry` is the entry the next boot must be.
-absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, int64_t run_id, int64_t slot,
-                                                        const LeaseRequest& request, bool entry_run,
+absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch& events,
+                                                        int64_t run_id, const v1::RunSpec& spec,
+                                                        int64_t slot, const LeaseRequest& request,
                                                         std::string* reboot_reason,
                                                         std::string* reboot_entry) {
   const std::string& boot_id = request.boot_id;
+  const bool entry_run = scheduler::RunUsesBootEntries(spec);
   auto first_queued = [&](int64_t boot_index) -> absl::StatusOr<std::optional<QueuedJob>> {
     TLB_ASSIGN_OR_RETURN(Statement q,
                          db.Prepare("SELECT id, attempts, assignment FROM jobs"
@@ -94,8 +97,18 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, int64_t ru
     }
   }
   // A fresh boot takes the lowest boot index with work left. If that index had started on
-  // a boot that ended early (a crash, an unplanned reboot), it carries on here: samples
-  // keep their real boot_id, which is what the statistics group by.
+  // a boot that ended early (a crash, a watchdog, an operator's reboot), that boot did not
+  // complete it: what it measured is abandoned and the whole index is measured again here, so
+  // that every boot index of a slot comes from one boot.
+  TLB_ASSIGN_OR_RETURN(Statement began,
+                       db.Prepare("SELECT boot_id FROM slot_boots WHERE run_id = ?1"
+                                  " AND slot = ?2 AND boot_index = ?3"));
+  began.Bind(1, run_id).Bind(2, slot).Bind(3, lowest);
+  TLB_ASSIGN_OR_RETURN(bool begun, began.Step());
+  if (begun && began.Text(0) != boot_id) {
+    TLB_RETURN_IF_ERROR(slots::RepeatBoot(db, events, run_id, spec, slot, lowest, began.Text(0),
+                                          boot_id, request.now_ms));
+  }
   TLB_ASSIGN_OR_RETURN(Statement record,
                        db.Prepare("INSERT OR REPLACE INTO slot_boots(run_id, slot, boot_index,"
                                   " boot_id) VALUES(?1, ?2, ?3, ?4)"));
@@ -215,15 +228,23 @@ struct SlotPick {
 // length of the queue: with 1,000 slots of 100 queued jobs, a join that walked the queue in
 // job order until it met the agent's slot read up to 100,000 rows per lease.
 absl::StatusOr<std::optional<SlotPick>> PickSlotJob(Database& db, int64_t run_id,
-                                                    const std::string& agent_id,
+                                                    const LeaseRequest& request,
                                                     int64_t only_slot) {
-  TLB_ASSIGN_OR_RETURN(Statement held, db.Prepare("SELECT slot FROM run_slots"
+  const std::string& agent_id = request.agent_id;
+  TLB_ASSIGN_OR_RETURN(Statement held, db.Prepare("SELECT slot, machine_id FROM run_slots"
                                                   " WHERE run_id = ?1 AND agent_id = ?2"));
   held.Bind(1, run_id).Bind(2, agent_id);
   TLB_ASSIGN_OR_RETURN(bool holds, held.Step());
   if (holds) {
     const int64_t slot = held.Int(0);
     if (only_slot >= 0 && only_slot != slot) return std::optional<SlotPick>();
+    // The same agent id on another machine (a copied state directory, a reinstalled host) is
+    // not the machine this slot measured: it waits for that machine (on_host_lost decides).
+    const std::string bound_machine = held.Text(1);
+    if (!bound_machine.empty() && !request.machine_id.empty() &&
+        bound_machine != request.machine_id) {
+      return std::optional<SlotPick>();
+    }
     TLB_ASSIGN_OR_RETURN(std::optional<QueuedJob> job, FirstQueuedOfSlot(db, run_id, slot));
     if (!job.has_value()) return std::optional<SlotPick>();
     return std::optional<SlotPick>(SlotPick{slot, true, *std::move(job)});
@@ -290,18 +311,18 @@ absl::StatusOr<LeaseResult> LeaseFromRun(Database& db, EventBatch& events,
       only_slot = *slot;
     }
   }
-  TLB_ASSIGN_OR_RETURN(std::optional<SlotPick> picked, PickSlotJob(db, rid, agent_id, only_slot));
+  TLB_ASSIGN_OR_RETURN(std::optional<SlotPick> picked, PickSlotJob(db, rid, request, only_slot));
   if (!picked.has_value()) return result;
   const int64_t slot = picked->slot;
   const bool slot_bound = picked->bound;
   QueuedJob job = std::move(picked->job);
-  if (scheduler::RunNeedsReboots(spec) && !request.boot_id.empty()) {
-    // The first queued job of the slot may belong to another boot than this one.
+  if (!request.boot_id.empty()) {
+    // The first queued job of the slot may belong to another boot than this one; and a boot
+    // of the slot cut short by an unplanned reboot is measured again on this one.
     std::string why;
     std::string entry;
-    TLB_ASSIGN_OR_RETURN(
-        std::optional<QueuedJob> on_this_boot,
-        PickJobForBoot(db, rid, slot, request, scheduler::RunUsesBootEntries(spec), &why, &entry));
+    TLB_ASSIGN_OR_RETURN(std::optional<QueuedJob> on_this_boot,
+                         PickJobForBoot(db, events, rid, spec, slot, request, &why, &entry));
     if (!on_this_boot.has_value()) {
       if (!why.empty()) {
         result.kind = LeaseResult::Kind::kNeedsReboot;
@@ -314,9 +335,16 @@ absl::StatusOr<LeaseResult> LeaseFromRun(Database& db, EventBatch& events,
     job = *std::move(on_this_boot);
   }
   if (!slot_bound) {
-    TLB_ASSIGN_OR_RETURN(Statement bind, db.Prepare("INSERT INTO run_slots(run_id, slot, agent_id)"
-                                                    " VALUES(?1, ?2, ?3)"));
-    TLB_RETURN_IF_ERROR(bind.Bind(1, rid).Bind(2, slot).Bind(3, agent_id).Run());
+    TLB_ASSIGN_OR_RETURN(Statement bind,
+                         db.Prepare("INSERT INTO run_slots(run_id, slot, agent_id, machine_id,"
+                                    " hostname, bound_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+    TLB_RETURN_IF_ERROR(bind.Bind(1, rid)
+                            .Bind(2, slot)
+                            .Bind(3, agent_id)
+                            .Bind(4, request.machine_id)
+                            .Bind(5, request.hostname)
+                            .Bind(6, request.now_ms)
+                            .Run());
   }
   const int64_t attempt = job.attempts + 1;
   const std::string lease_id = internal::LeaseId(job.job_id, attempt);
@@ -431,24 +459,13 @@ absl::StatusOr<ExpiredLease> TakeBack(Database& db, EventBatch& events, const He
     TLB_RETURN_IF_ERROR(fail.Bind(1, job.job_id).Bind(2, now_ms).Bind(3, error).Run());
     event.mutable_job()->set_reason(error);
   }
-  if (!how.keep_slot) {
-    // The silent host gives up its slot so that another host can finish the run, unless it
-    // still runs another job of it (then its slot is not free).
-    TLB_ASSIGN_OR_RETURN(
-        Statement unbind,
-        db.Prepare("DELETE FROM run_slots WHERE run_id = ?1 AND agent_id = ?2 AND NOT EXISTS"
-                   " (SELECT 1 FROM jobs WHERE run_id = ?1 AND agent_id = ?2"
-                   "  AND state = 'leased')"));
-    TLB_RETURN_IF_ERROR(unbind.Bind(1, job.run_id).Bind(2, job.agent_id).Run());
-  }
   TLB_RETURN_IF_ERROR(events::Record(db, events, std::move(event)));
   if (!e.requeued) TLB_RETURN_IF_ERROR(runs::Fail(db, events, job.run_id, error, now_ms));
   return e;
 }
 
 absl::StatusOr<std::vector<ExpiredLease>> Expire(Database& db, EventBatch& events, int64_t now_ms,
-                                                 int max_attempts,
-                                                 const std::set<std::string>& live_agents) {
+                                                 int max_attempts) {
   // Uses the partial index jobs_leased_by_expiry (store_test checks the plan).
   TLB_ASSIGN_OR_RETURN(Statement find,
                        db.Prepare("SELECT id, run_id, lease_id, agent_id, attempts FROM jobs"
@@ -464,7 +481,6 @@ absl::StatusOr<std::vector<ExpiredLease>> Expire(Database& db, EventBatch& event
   for (const HeldJob& job : found) {
     Requeue how;
     how.why = "lease expired";
-    how.keep_slot = live_agents.count(job.agent_id) > 0;
     TLB_ASSIGN_OR_RETURN(ExpiredLease e, TakeBack(db, events, job, how, now_ms, max_attempts));
     expired.push_back(std::move(e));
   }

@@ -24,8 +24,7 @@ absl::StatusOr<bool> Renew(Database& db, const std::string& lease_id, const std:
                            int64_t now_ms, int64_t lease_ms);
 absl::StatusOr<int64_t> ExtendAll(Database& db, int64_t until_ms);
 absl::StatusOr<std::vector<ExpiredLease>> Expire(Database& db, EventBatch& events, int64_t now_ms,
-                                                 int max_attempts,
-                                                 const std::set<std::string>& live_agents);
+                                                 int max_attempts);
 absl::StatusOr<std::optional<std::string>> HeldBy(Database& db, const std::string& agent_id);
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> PeerReservations(Database& db);
 
@@ -44,14 +43,12 @@ absl::StatusOr<std::optional<HeldJob>> Held(Database& db, const std::string& lea
                                             const std::string& agent_id);
 
 struct Requeue {
-  std::string why;  // the job event's reason (the attempt count is added)
-  // The agent keeps its slot (it is back, or it is connected); otherwise the slot is unbound
-  // unless the agent holds another lease of the run.
-  bool keep_slot = false;
+  std::string why;            // the job event's reason (the attempt count is added)
   bool count_attempt = true;  // false: the attempt is given back (the job never started)
 };
 // Takes the lease back: discards the attempt's samples, re-queues the job (or, after
-// `max_attempts`, fails it and its run) and records the event.
+// `max_attempts`, fails it and its run) and records the event. The agent keeps its slot
+// whatever happened to it: a slot's jobs never go to another agent.
 absl::StatusOr<ExpiredLease> TakeBack(Database& db, EventBatch& events, const HeldJob& job,
                                       const Requeue& how, int64_t now_ms, int max_attempts);
 

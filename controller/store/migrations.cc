@@ -465,6 +465,35 @@ CREATE VIEW samples AS
     v.ceiling, v.ceiling_observed, src.peer_host, src.boot_entry, v.source_id
   FROM sample_values v JOIN sample_sources src ON src.id = v.source_id;
 )sql"},
+      {15, "a slot is one machine: its binding names the machine, abandoned work is kept apart",
+       R"sql(
+-- A slot is bound to one agent for the whole run, and to the machine that agent reported when
+-- it took the slot; a lost host's slot is never handed to another agent (issue 26). Slots
+-- bound before this migration have no machine id: the agent id alone decides.
+ALTER TABLE run_slots ADD COLUMN machine_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_slots ADD COLUMN hostname TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_slots ADD COLUMN bound_ms INTEGER NOT NULL DEFAULT 0;
+-- Why a finished job (and its samples) no longer counts: its slot was restarted after its host
+-- was lost, or its boot ended before the boot's jobs were done. '' = it counts. Such a job
+-- stays 'succeeded' (the run's job counts include it); a queued copy measures it again.
+ALTER TABLE jobs ADD COLUMN abandoned TEXT NOT NULL DEFAULT '';
+-- One row per piece of work measured again: a whole slot (boot_index -1) or one boot of it.
+CREATE TABLE abandoned_work (
+  id         INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL REFERENCES runs(id),
+  slot       INTEGER NOT NULL,
+  boot_index INTEGER NOT NULL,
+  agent_id   TEXT NOT NULL,
+  hostname   TEXT NOT NULL,
+  machine_id TEXT NOT NULL,
+  boot_id    TEXT NOT NULL,
+  jobs       INTEGER NOT NULL,
+  samples    INTEGER NOT NULL,
+  reason     TEXT NOT NULL,
+  time_ms    INTEGER NOT NULL
+);
+CREATE INDEX abandoned_work_by_run ON abandoned_work(run_id, id);
+)sql"},
   };
   return kMigrations;
 }

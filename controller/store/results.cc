@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -220,7 +221,6 @@ absl::StatusOr<CompletionResult> Complete(Database& db, EventBatch& events,
     dispatch::Requeue how;
     how.why = absl::StrCat("agent ", agent_id, " refused lease ", complete.lease_id(), ": ",
                            complete.error());
-    how.keep_slot = true;
     TLB_ASSIGN_OR_RETURN(
         ExpiredLease taken,
         dispatch::TakeBack(db, events, {job_id, run_id, complete.lease_id(), agent_id, job.Int(9)},
@@ -295,6 +295,34 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
                  " ceiling_observed, peer_host, boot_entry"
                  " FROM samples WHERE run_id = ?1 ORDER BY job_id, seq"));
   stmt.Bind(1, run_id);
+  // Each job's slot and whether it still counts, and each agent's machine, read once per run
+  // (a run has far fewer jobs and agents than samples).
+  struct JobFacts {
+    uint32_t slot = 0;
+    std::string excluded;
+  };
+  std::unordered_map<int64_t, JobFacts> jobs;
+  TLB_ASSIGN_OR_RETURN(Statement jobs_q,
+                       db.Prepare("SELECT id, slot, abandoned FROM jobs WHERE run_id = ?1"));
+  jobs_q.Bind(1, run_id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, jobs_q.Step());
+    if (!row) break;
+    jobs[jobs_q.Int(0)] = {static_cast<uint32_t>(jobs_q.Int(1)), jobs_q.Text(2)};
+  }
+  std::unordered_map<std::string, std::string> machine_of;
+  TLB_ASSIGN_OR_RETURN(
+      Statement hosts_q,
+      db.Prepare("SELECT agent_id, info FROM hosts WHERE agent_id IN"
+                 " (SELECT DISTINCT agent_id FROM sample_sources WHERE run_id = ?1)"));
+  hosts_q.Bind(1, run_id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, hosts_q.Step());
+    if (!row) break;
+    v1::HostInfo info;
+    // A host row that does not parse only loses the machine id of its samples.
+    if (info.ParseFromString(hosts_q.Blob(1))) machine_of[hosts_q.Text(0)] = info.machine_id();
+  }
   std::vector<v1::Sample> out;
   out.reserve(run.samples());
   for (;;) {
@@ -325,6 +353,13 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
     sm.set_ceiling_observed(stmt.Int(20) != 0);
     sm.set_peer_host(stmt.Text(21));
     sm.set_boot_entry(stmt.Text(22));
+    if (auto job = jobs.find(sm.job_id()); job != jobs.end()) {
+      sm.set_slot(job->second.slot);
+      sm.set_excluded(job->second.excluded);
+    }
+    if (auto m = machine_of.find(sm.agent_id()); m != machine_of.end()) {
+      sm.set_machine_id(m->second);
+    }
   }
   return out;
 }

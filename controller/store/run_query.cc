@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "controller/store/runs.h"
+#include "controller/store/slots.h"
 #include "controller/store/store.h"
 
 namespace tlbfleet::store {
@@ -131,6 +132,7 @@ absl::StatusOr<v1::ListRunsResponse> Store::QueryRuns(const v1::ListRunsRequest&
     }
     for (int64_t id : ids) {
       TLB_ASSIGN_OR_RETURN(v1::Run run, runs::Load(db, id));
+      TLB_RETURN_IF_ERROR(slots::LoadAbandoned(db, id, &run));
       *response.add_runs() = std::move(run);
     }
     return response;

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/store/events.h"
+#include "controller/store/slots.h"
 
 namespace tlbfleet::store::runs {
 
@@ -56,6 +57,8 @@ absl::StatusOr<bool> SlotsLeftToExpand(Database& db, int64_t run_id, const v1::R
   return row && q.Int(0) != 0 && q.Int(1) < static_cast<int64_t>(spec.hosts().count());
 }
 
+}  // namespace
+
 scheduler::JobPlan PlanFromAssignment(const v1::JobAssignment& a, uint32_t slot) {
   scheduler::JobPlan plan;
   plan.slot = slot;
@@ -71,8 +74,6 @@ scheduler::JobPlan PlanFromAssignment(const v1::JobAssignment& a, uint32_t slot)
   plan.timeout_seconds = a.timeout_seconds();
   return plan;
 }
-
-}  // namespace
 
 absl::StatusOr<int64_t> Insert(Database& db, const v1::RunSpec& spec, const std::string& spec_yaml,
                                int64_t now_ms, bool expand_on_bind) {
@@ -168,7 +169,8 @@ constexpr char kSlotsWithWork[] =
 // indexes on queued jobs by slot); store_events_test checks both plans.
 absl::StatusOr<ActiveRun> LoadActive(Database& db, const Statement& q) {
   TLB_ASSIGN_OR_RETURN(Statement slots_q,
-                       db.Prepare("SELECT slot, agent_id FROM run_slots WHERE run_id = ?1"));
+                       db.Prepare("SELECT slot, agent_id, machine_id, hostname FROM run_slots"
+                                  " WHERE run_id = ?1"));
   // The slots with queued jobs, one index seek per slot (a skip-scan): DISTINCT walked every
   // queued job of the run, ~10 ms for 100,000, and a busy run is read again many times a second.
   TLB_ASSIGN_OR_RETURN(Statement work_q, db.Prepare(kSlotsWithWork));
@@ -186,6 +188,7 @@ absl::StatusOr<ActiveRun> LoadActive(Database& db, const Statement& q) {
     if (!slot_row) break;
     r.slot_of[slots_q.Text(1)] = slots_q.Int(0);
     r.bound_slots.insert(slots_q.Int(0));
+    r.holders[slots_q.Int(0)] = {slots_q.Text(1), slots_q.Text(2), slots_q.Text(3)};
   }
   work_q.Bind(1, id);
   for (;;) {
@@ -305,11 +308,13 @@ absl::Status FinishIfDone(Database& db, EventBatch& events, int64_t run_id, int6
     return absl::OkStatus();
   }
   const std::string state = succeeded ? "succeeded" : "failed";
-  const std::string reason =
-      succeeded ? absl::StrCat("planned: ", run.iterations_per_boot(), " iteration",
-                               run.iterations_per_boot() == 1 ? "" : "s", " x ", run.boots(),
-                               " boot", run.boots() == 1 ? "" : "s", " per arm, all done")
-                : std::string();
+  std::string reason;
+  if (succeeded) {
+    TLB_ASSIGN_OR_RETURN(std::string not_as_planned, slots::DesignNote(db, run_id));
+    reason = absl::StrCat("planned: ", run.iterations_per_boot(), " iteration",
+                          run.iterations_per_boot() == 1 ? "" : "s", " x ", run.boots(), " boot",
+                          run.boots() == 1 ? "" : "s", " per arm, all done", not_as_planned);
+  }
   TLB_ASSIGN_OR_RETURN(Statement upd, db.Prepare("UPDATE runs SET state = ?2, finished_ms = ?3,"
                                                  " stop_reason = ?4 WHERE id = ?1"));
   TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, state).Bind(3, now_ms).Bind(4, reason).Run());
@@ -362,7 +367,8 @@ absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunE
   // Templates: the first iteration of the first boot of every slot, in dispatch order.
   TLB_ASSIGN_OR_RETURN(Statement templates_q,
                        db.Prepare("SELECT slot, assignment, id FROM jobs WHERE run_id = ?1"
-                                  " AND boot_index = 0 AND iteration = 1 ORDER BY slot, id"));
+                                  " AND boot_index = 0 AND iteration = 1 AND abandoned = ''"
+                                  " ORDER BY slot, id"));
   templates_q.Bind(1, run_id);
   std::map<int64_t, std::vector<v1::JobAssignment>> by_slot;
   for (;;) {
@@ -420,7 +426,9 @@ absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunE
 }
 
 absl::Status FinishAdaptive(Database& db, EventBatch& events, int64_t run_id,
-                            const std::string& reason, int64_t now_ms) {
+                            const std::string& decision, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(std::string not_as_planned, slots::DesignNote(db, run_id));
+  const std::string reason = absl::StrCat(decision, not_as_planned);
   TLB_ASSIGN_OR_RETURN(Statement upd,
                        db.Prepare("UPDATE runs SET state = 'succeeded', finished_ms = ?2,"
                                   " stop_reason = ?3 WHERE id = ?1"

@@ -25,6 +25,10 @@ absl::StatusOr<int64_t> Insert(Database& db, const v1::RunSpec& spec, const std:
 absl::Status InsertJobs(Database& db, int64_t run_id, const v1::RunSpec& spec,
                         const std::vector<scheduler::JobPlan>& jobs, int64_t slot);
 
+// The plan of a stored job (its assignment) in `slot`, for copies of it (adaptive growth,
+// work measured again).
+scheduler::JobPlan PlanFromAssignment(const v1::JobAssignment& a, uint32_t slot);
+
 // The "queued" event of a run just stored.
 absl::Status Submitted(Database& db, EventBatch& events, int64_t run_id, int64_t now_ms);
 

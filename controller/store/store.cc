@@ -14,6 +14,7 @@
 #include "controller/store/migrations.h"
 #include "controller/store/results.h"
 #include "controller/store/runs.h"
+#include "controller/store/slots.h"
 
 namespace tlbfleet::store {
 
@@ -194,11 +195,22 @@ absl::StatusOr<std::string> Store::CreateDeferredRun(const v1::RunSpec& spec,
 
 absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id) {
   TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
-  return readers_.Read([id](Database& db) { return runs::Load(db, id); });
+  return readers_.Read([id](Database& db) -> absl::StatusOr<v1::Run> {
+    TLB_ASSIGN_OR_RETURN(v1::Run run, runs::Load(db, id));
+    TLB_RETURN_IF_ERROR(slots::LoadAbandoned(db, id, &run));
+    return run;
+  });
 }
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(uint32_t limit) {
-  return readers_.Read([limit](Database& db) { return runs::List(db, limit); });
+  return readers_.Read([limit](Database& db) -> absl::StatusOr<std::vector<v1::Run>> {
+    TLB_ASSIGN_OR_RETURN(std::vector<v1::Run> list, runs::List(db, limit));
+    for (v1::Run& run : list) {
+      TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run.id()));
+      TLB_RETURN_IF_ERROR(slots::LoadAbandoned(db, id, &run));
+    }
+    return list;
+  });
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Store::CancelRun(
@@ -269,11 +281,24 @@ absl::StatusOr<int64_t> Store::ExtendLeases(int64_t until_ms) {
       [&](Database& db, EventBatch&) { return dispatch::ExtendAll(db, until_ms); });
 }
 
-absl::StatusOr<std::vector<ExpiredLease>> Store::ExpireLeases(
-    int64_t now_ms, int max_attempts, const std::set<std::string>& live_agents) {
+absl::StatusOr<std::vector<ExpiredLease>> Store::ExpireLeases(int64_t now_ms, int max_attempts) {
   return WriteSync<std::vector<ExpiredLease>>([&](Database& db, EventBatch& events) {
-    return dispatch::Expire(db, events, now_ms, max_attempts, live_agents);
+    return dispatch::Expire(db, events, now_ms, max_attempts);
   });
+}
+
+absl::StatusOr<SlotRestart> Store::RestartSlot(const std::string& run_id, int64_t slot,
+                                               const std::string& agent_id,
+                                               const std::string& reason, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  return WriteSync<SlotRestart>([&](Database& db, EventBatch& events) {
+    return slots::Restart(db, events, id, slot, agent_id, reason, now_ms);
+  });
+}
+
+absl::StatusOr<SlotProgress> Store::SlotProgressOf(const std::string& run_id, int64_t slot) {
+  TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
+  return readers_.Read([id, slot](Database& db) { return slots::Progress(db, id, slot); });
 }
 
 absl::StatusOr<std::optional<ExpiredLease>> Store::ReleaseLease(const std::string& lease_id,
@@ -288,7 +313,6 @@ absl::StatusOr<std::optional<ExpiredLease>> Store::ReleaseLease(const std::strin
         if (!held.has_value()) return std::optional<ExpiredLease>();
         dispatch::Requeue how;
         how.why = reason;
-        how.keep_slot = true;
         how.count_attempt = count_attempt;
         TLB_ASSIGN_OR_RETURN(ExpiredLease e,
                              dispatch::TakeBack(db, events, *held, how, now_ms, max_attempts));

@@ -76,8 +76,15 @@ struct ActiveRun {
   v1::RunSpec spec;
   std::map<std::string, int64_t> slot_of;  // agent id -> the slot of this run it is bound to
   std::set<int64_t> bound_slots;           // the values of slot_of
-  std::set<int64_t> slots_with_work;       // slots with queued jobs
-  int64_t slots_to_expand = 0;             // a deferred run's slots no host has taken yet
+  // The machine behind each bound slot, as its agent reported it when it took the slot.
+  struct Holder {
+    std::string agent_id;
+    std::string machine_id;  // "" for a slot bound before machines were recorded
+    std::string hostname;
+  };
+  std::map<int64_t, Holder> holders;  // slot -> who holds it
+  std::set<int64_t> slots_with_work;  // slots with queued jobs
+  int64_t slots_to_expand = 0;        // a deferred run's slots no host has taken yet
 
   // False when Store::Lease would certainly lease nothing of this run to `agent_id` (its
   // slot has no queued job, or it has none and no free slot has one).
@@ -106,6 +113,11 @@ struct LeaseRequest {
   // for by another run, into another entry, is not its boot.
   std::string boot_entry;
   bool boot_entry_failed = false;
+  // The agent's machine (HostInfo.machine_id) and hostname, recorded with a slot it takes. A
+  // slot is one machine for the whole run: an agent id that reports another machine than the
+  // one its slot was bound on gets nothing of that slot.
+  std::string machine_id;
+  std::string hostname;
   int64_t now_ms = 0;
   int64_t lease_ms = 0;
   // For a run whose sweep depends on the host (CreateDeferredRun): the jobs of the slot this
@@ -142,6 +154,21 @@ struct ExpiredLease {
   std::string lease_id;
   std::string agent_id;
   bool requeued = false;  // false: too many attempts, the run failed
+};
+
+// What Store::RestartSlot did.
+struct SlotRestart {
+  bool restarted = false;  // false: the slot was no longer held by that agent; nothing changed
+  uint32_t jobs = 0;       // finished jobs abandoned, measured again
+  uint64_t samples = 0;    // their samples: kept, left out of comparisons
+};
+
+// What a slot has measured so far (jobs that count, not abandoned ones).
+struct SlotProgress {
+  uint32_t jobs_done = 0;
+  uint32_t jobs_total = 0;
+  uint32_t boots_touched = 0;  // boot indexes with a finished job
+  uint64_t samples = 0;
 };
 
 // What an agent says it holds when its stream starts (Hello).
@@ -289,10 +316,20 @@ class Store {
   // their leases are judged. Returns how many were extended.
   absl::StatusOr<int64_t> ExtendLeases(int64_t until_ms);
   // Re-queues every job whose lease expired before `now_ms`, discarding that attempt's
-  // samples. The silent host loses its slot unless it is in `live_agents` (connected now) or
-  // holds another lease of that run. After `max_attempts` leases a job fails its run instead.
-  absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
-      int64_t now_ms, int max_attempts, const std::set<std::string>& live_agents = {});
+  // samples. The silent host keeps its slot: a slot's jobs never go to another agent (what
+  // becomes of a lost host's slot is the run's on_host_lost policy, RestartSlot). After
+  // `max_attempts` leases a job fails its run instead.
+  absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(int64_t now_ms, int max_attempts);
+  // on_host_lost: restart. If `agent_id` still holds `slot` of active run `run_id`: takes back
+  // its lease, abandons the slot's finished jobs (kept with their samples, marked with
+  // `reason`, left out of every comparison), queues copies of all the slot's jobs in their
+  // order (a deferred run's slot is instead expanded anew by the next host), frees the slot
+  // for any eligible host and records the abandoned work and a SlotHostEvent. One
+  // transaction.
+  absl::StatusOr<SlotRestart> RestartSlot(const std::string& run_id, int64_t slot,
+                                          const std::string& agent_id, const std::string& reason,
+                                          int64_t now_ms);
+  absl::StatusOr<SlotProgress> SlotProgressOf(const std::string& run_id, int64_t slot);
   // Gives back a lease `agent_id` holds that it did not run: an assignment the agent never
   // got or refused. Re-queued with the agent keeping its slot; `count_attempt` false gives
   // the attempt back (the job never started). nullopt when the agent does not hold it.

@@ -266,7 +266,7 @@ TEST_F(StoreTest, SamplesForALeaseNotHeldAreRejectedAndNotStored) {
   EXPECT_EQ(store->GetSamples(run_id)->size(), 0u);
 }
 
-TEST_F(StoreTest, ExpiredLeaseRequeuesToAnotherAgentAndDropsPartialSamples) {
+TEST_F(StoreTest, ExpiredLeaseRequeuesForItsOwnAgentAndDropsPartialSamples) {
   auto store = *Store::Open(path_);
   auto run_id = *store->CreateRun(Spec(), "yaml", Plans(), 1000);
   auto first = **LeaseNext(*store, run_id, "agent1", 2000, 1000);
@@ -282,11 +282,14 @@ TEST_F(StoreTest, ExpiredLeaseRequeuesToAnotherAgentAndDropsPartialSamples) {
   EXPECT_TRUE((*expired)[0].requeued);
   EXPECT_EQ(store->GetSamples(run_id)->size(), 0u);
 
-  auto second = LeaseNext(*store, run_id, "agent2", 3700, 1000);
+  // The slot is still agent1's (issue 26: a slot is one machine): agent2 gets nothing, and
+  // agent1 runs the job again as a new attempt.
+  EXPECT_FALSE(LeaseNext(*store, run_id, "agent2", 3700, 1000)->has_value());
+  auto second = LeaseNext(*store, run_id, "agent1", 3700, 1000);
   ASSERT_TRUE(second.ok() && second->has_value());
   EXPECT_EQ((*second)->job_id(), first.job_id());
   EXPECT_NE((*second)->lease_id(), first.lease_id());
-  // The dead agent's late replay is rejected.
+  // A late replay of the expired attempt is rejected.
   EXPECT_TRUE(store->IngestSamples("agent1", Batch(first, 1))->rejected);
   EXPECT_FALSE(store->RenewLease(first.lease_id(), "agent1", 3800, 1000).value());
 }

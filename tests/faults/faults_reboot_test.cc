@@ -1,7 +1,8 @@
 // A host asked to reboot never comes back. The agent's "reboot command" kills the agent
 // instead (nothing reboots: it runs in a PID namespace of its own, under a shell that is its
 // namespace's init), and the controller is killed and restarted meanwhile: the stored reboot
-// request still fails the run after --reboot-return-seconds, keeping the samples taken.
+// request still fails the run after --reboot-return-seconds (the host is lost, and the run's
+// on_host_lost says fail), keeping the samples taken.
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@ benchmark: pipetest
 params: {loops: 2000}
 boots: 2
 arms: [{name: a}]
+on_host_lost: {action: fail}
 )";
 
 TEST(RebootFaultTest, AHostThatNeverComesBackFailsItsRunAfterTheTimeoutEvenAcrossARestart) {

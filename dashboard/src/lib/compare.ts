@@ -78,5 +78,8 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
     level: 0,
     margin: 0,
     adjusted: false,
+    // Each run's hosts and left-out samples are its own report's: the page shows them per run.
+    hosts: [],
+    excluded: [],
   };
 }

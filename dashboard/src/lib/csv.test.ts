@@ -54,6 +54,9 @@ describe("results CSV", () => {
       kernelRelease: "6.1.0-28-amd64",
       ceilingApplied: true,
       ceiling: "33",
+      agentId: "0d60fd02-aaaa",
+      machineId: "4c4c4544",
+      slot: 1,
     });
     const unset = {
       ...s,
@@ -69,11 +72,19 @@ describe("results CSV", () => {
       ceiling: 512,
       peerHost: "lab2",
     };
-    expect(resultsCsv([s, unset, observed])).toBe(
-      "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host\n" +
-        "7,31,mmap,threads,2,3,records_per_sec,,4900.5,records/s,higher,lab1,b-1,6.1.0-28-amd64,true,33,false,\n" +
-        '7,31,mmap,threads,2,3,records_per_sec,"thread,0",4900.5,records/s,,lab1,b-1,6.1.0-28-amd64,false,,false,\n' +
-        "7,31,mmap,threads,2,3,records_per_sec,,4900.5,records/s,,lab1,b-1,6.1.0-28-amd64,false,512,true,lab2\n",
+    // Kept for the record, left out of comparisons: the reason has a comma, so it is quoted.
+    const excluded = {
+      ...s,
+      slot: 0,
+      machineId: "",
+      excluded: "slot 0 restarted: lab1 (agent 0d60fd02) was lost, silent since 01:12:36 UTC",
+    };
+    expect(resultsCsv([s, unset, observed, excluded])).toBe(
+      "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host,agent_id,machine_id,slot,excluded\n" +
+        "7,31,mmap,threads,2,3,records_per_sec,,4900.5,records/s,higher,lab1,b-1,6.1.0-28-amd64,true,33,false,,0d60fd02-aaaa,4c4c4544,1,\n" +
+        '7,31,mmap,threads,2,3,records_per_sec,"thread,0",4900.5,records/s,,lab1,b-1,6.1.0-28-amd64,false,,false,,0d60fd02-aaaa,4c4c4544,1,\n' +
+        "7,31,mmap,threads,2,3,records_per_sec,,4900.5,records/s,,lab1,b-1,6.1.0-28-amd64,false,512,true,lab2,0d60fd02-aaaa,4c4c4544,1,\n" +
+        '7,31,mmap,threads,2,3,records_per_sec,,4900.5,records/s,higher,lab1,b-1,6.1.0-28-amd64,true,33,false,,0d60fd02-aaaa,,0,"slot 0 restarted: lab1 (agent 0d60fd02) was lost, silent since 01:12:36 UTC"\n',
     );
   });
 });

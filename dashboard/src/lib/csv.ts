@@ -5,7 +5,8 @@ import { Better, type Sample } from "../api/gen/tlbfleet/v1/common";
 
 export const RESULTS_CSV_HEADER =
   "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better," +
-  "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host\n";
+  "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host," +
+  "agent_id,machine_id,slot,excluded\n";
 
 /** RFC 4180 quoting, only where needed (CsvEscape). */
 export function csvEscape(field: string): string {
@@ -62,6 +63,10 @@ export function resultsCsvRow(s: Sample): string {
     s.ceilingApplied || s.ceilingObserved ? String(s.ceiling) : "",
     s.ceilingObserved ? "true" : "false",
     s.peerHost,
+    s.agentId,
+    s.machineId,
+    String(s.slot),
+    s.excluded,
   ];
   return `${fields.map(csvEscape).join(",")}\n`;
 }

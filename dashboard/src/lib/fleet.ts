@@ -1,6 +1,7 @@
 // The Fleet page's rows: each host's facts, its ceiling (value, or why it is locked), its
 // state, and the label/microarch filter.
 import type { Host } from "../api/gen/tlbfleet/v1/fleet";
+import { waitedOn, type WaitedOn } from "./lost-hosts";
 import { parseLabels } from "./runform";
 
 export interface HostFilter {
@@ -45,20 +46,23 @@ export function ceilingText(host: Host): { text: string; writable: boolean } {
   return { text: value ? `${value}, locked: ${reason}` : `locked: ${reason}`, writable: false };
 }
 
-export type HostState = "idle" | "running" | "rebooting" | "lost";
+export type HostState = "idle" | "running" | "rebooting" | "silent" | "lost";
 
 export interface HostStateView {
   state: HostState;
   detail: string;
   /** The run the state is about (the job's, or the one that asked for the reboot). */
   runId: string;
+  /** Silent: the runs with a slot on it that wait for it, and since when. */
+  waitedOn?: WaitedOn;
 }
 
 /**
  * What the host does now. Rebooting wins over the rest: a host asked for a fresh boot is
  * expected to go away (and may still be connected on its old boot for a moment); a host
  * that is away without having been asked is lost, whatever lease the store still holds for
- * it (the lease expires and its job is queued again).
+ * it (the lease expires and its job is queued again). A host that runs wait for is silent,
+ * whether its stream is still open (a hung machine) or not: those runs cannot go on without it.
  */
 export function hostState(host: Host): HostStateView {
   if (host.rebooting) {
@@ -68,6 +72,8 @@ export function hostState(host: Host): HostStateView {
       runId: host.rebootingForRun,
     };
   }
+  const waited = waitedOn(host);
+  if (waited) return { state: "silent", detail: "", runId: "", waitedOn: waited };
   if (!host.connected) return { state: "lost", detail: "not connected", runId: "" };
   if (host.currentRunId) {
     const what = [host.currentBenchmark, host.currentArm && `arm ${host.currentArm}`]

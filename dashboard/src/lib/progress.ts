@@ -1,13 +1,16 @@
 // Live progress of a run, folded from its RunEvents (SSE): the run's job counts and samples,
-// jobs by state per host, reboots, adaptive rounds and the stop reason, and a short log.
+// jobs by state per host, reboots, adaptive rounds, hosts gone silent, the stop reason, and a
+// short log.
 import {
   JobState,
   RebootEvent_Kind,
   RunState,
+  SlotHostEvent_Kind,
   type JobCounts,
   type RunEvent,
 } from "../api/gen/tlbfleet/v1/fleet";
 import { formatDuration, jobStateName, runStateName, sweepLabel } from "./format";
+import { describeSlotHost } from "./lost-hosts";
 
 export interface HostProgress {
   host: string;
@@ -16,6 +19,8 @@ export interface HostProgress {
   /** What the host runs now, e.g. "mmap threads=2 iteration 3 (boot 1)". */
   current: string;
   rebooting: boolean;
+  /** Since when the controller has not heard from it while a slot of it has work; 0 = heard. */
+  silentSinceMs: number;
 }
 
 export interface LogLine {
@@ -83,6 +88,7 @@ function hostEntry(hosts: HostProgress[], host: string, agentId: string): HostPr
       counts: { running: 0, succeeded: 0, failed: 0, cancelled: 0, requeued: 0 },
       current: "",
       rebooting: false,
+      silentSinceMs: 0,
     };
     hosts.push(h);
   }
@@ -147,6 +153,7 @@ export function describeEvent(e: RunEvent): { text: string; tone: LogLine["tone"
         return { text: `${host}: reboot failed: ${r.reason}`, tone: "bad" };
     }
   }
+  if (e.slotHost) return describeSlotHost(e.slotHost);
   return { text: "progress", tone: "info" };
 }
 
@@ -185,6 +192,10 @@ export function applyEvent(p: Progress, e: RunEvent): Progress {
     if (k) h.counts[k] += 1;
     next.jobStates.set(j.jobId, { state: j.state, host: key });
     h.rebooting = false;
+    // A job it started or finished is word from it; a lease that expired is not.
+    if (j.state === JobState.JOB_STATE_RUNNING || j.state === JobState.JOB_STATE_SUCCEEDED) {
+      h.silentSinceMs = 0;
+    }
     h.current =
       j.state === JobState.JOB_STATE_RUNNING
         ? [j.arm, sweepLabel(j.paramName, j.paramValue), `iteration ${j.iteration}`]
@@ -200,6 +211,18 @@ export function applyEvent(p: Progress, e: RunEvent): Progress {
       next.reboots += 1;
       h.rebooting = true;
     } else h.rebooting = false;
+  }
+  if (e.slotHost) {
+    const s = e.slotHost;
+    const h = hostEntry(next.hosts, s.hostname || s.agentId, s.agentId);
+    if (s.kind === SlotHostEvent_Kind.KIND_SILENT) {
+      h.silentSinceMs = s.silentSinceUnixMs || e.timeUnixMs;
+    } else if (s.kind === SlotHostEvent_Kind.KIND_RETURNED) {
+      h.silentSinceMs = 0;
+    } else if (s.kind === SlotHostEvent_Kind.KIND_RESTARTED) {
+      // Its slot went to another host: whatever it was running is not its any more.
+      h.current = "";
+    }
   }
   const line = describeEvent(e);
   next.log = [...p.log, { id: e.id, timeMs: e.timeUnixMs, ...line }].slice(-LOG_LIMIT);

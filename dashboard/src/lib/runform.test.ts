@@ -72,6 +72,34 @@ describe("form -> YAML", () => {
   });
 });
 
+describe("on_host_lost", () => {
+  it("is left out until an action or a bound is given, then written as a flow map", () => {
+    const f = sample();
+    expect(formToSpec(f).on_host_lost).toBeUndefined();
+    f.onHostLost = { action: "fail", after: "20s" };
+    expect(formToSpec(f).on_host_lost).toEqual({ action: "fail", after: "20s" });
+    expect(formToYaml(f)).toContain("on_host_lost: { action: fail, after: 20s }");
+    f.onHostLost = { action: "wait", after: "" };
+    expect(formToSpec(f).on_host_lost).toEqual({ action: "wait" });
+    f.onHostLost = { action: "", after: "90" }; // the server says the action is required
+    expect(formToSpec(f).on_host_lost).toEqual({ after: 90 });
+  });
+
+  it("round-trips, and says which of its keys the form cannot show", () => {
+    const f = sample();
+    f.onHostLost = { action: "restart", after: "1h30m" };
+    const back = yamlToForm(formToYaml(f));
+    expect(back.unsupported).toEqual([]);
+    expect(back.form).toEqual(f);
+    const odd = yamlToForm(
+      "name: x\nbenchmark: ebizzy\narms: [{name: a}]\non_host_lost: {action: wait, after: 300, when: now}\n",
+    );
+    expect(odd.form?.onHostLost).toEqual({ action: "wait", after: "300" });
+    expect(odd.unsupported).toEqual(["on_host_lost.when"]);
+    expect(yamlToForm("name: x\non_host_lost: wait\n").unsupported).toEqual(["on_host_lost"]);
+  });
+});
+
 describe("YAML -> form", () => {
   it("round-trips every field the form has", () => {
     const form = sample();

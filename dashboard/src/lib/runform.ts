@@ -60,9 +60,17 @@ export interface RunForm {
   };
   monitors: string[];
   jobTimeoutSeconds: string;
+  /**
+   * `on_host_lost: {action, after}`: what a slot whose host goes silent does. action "" = not
+   * in the spec (the run's design decides); after as written ("30m", "2h", "90s", seconds).
+   */
+  onHostLost: { action: string; after: string };
 }
 
 export const MONITORS = ["flush_profile", "interrupts", "vmstat", "perf"] as const;
+
+/** The on_host_lost actions (scheduler/host_lost.h). */
+export const HOST_LOST_ACTIONS = ["wait", "fail", "restart"] as const;
 
 export function emptyForm(benchmark = ""): RunForm {
   return {
@@ -90,6 +98,7 @@ export function emptyForm(benchmark = ""): RunForm {
     },
     monitors: [],
     jobTimeoutSeconds: "",
+    onHostLost: { action: "", after: "" },
   };
 }
 
@@ -180,6 +189,13 @@ export function formToSpec(form: RunForm): Record<string, unknown> {
   spec.hosts = hosts;
   if (form.monitors.length > 0) spec.monitors = [...form.monitors];
   if (form.jobTimeoutSeconds.trim()) spec.job_timeout_seconds = scalar(form.jobTimeoutSeconds);
+  const lost = form.onHostLost;
+  if (lost.action.trim() || lost.after.trim()) {
+    const policy: Record<string, unknown> = {};
+    if (lost.action.trim()) policy.action = lost.action.trim();
+    if (lost.after.trim()) policy.after = scalar(lost.after);
+    spec.on_host_lost = policy;
+  }
   return spec;
 }
 
@@ -226,6 +242,7 @@ const TOP_KEYS = new Set([
   "hosts",
   "monitors",
   "job_timeout_seconds",
+  "on_host_lost",
 ]);
 
 function str(value: unknown): string {
@@ -374,6 +391,15 @@ export function yamlToForm(text: string): YamlParseResult {
   }
   if (Array.isArray(spec.monitors)) form.monitors = spec.monitors.map(str);
   form.jobTimeoutSeconds = str(spec.job_timeout_seconds);
+  if (isObject(spec.on_host_lost)) {
+    const p = spec.on_host_lost;
+    form.onHostLost = { action: str(p.action), after: str(p.after) };
+    for (const k of Object.keys(p)) {
+      if (k !== "action" && k !== "after") unsupported.push(`on_host_lost.${k}`);
+    }
+  } else if (spec.on_host_lost !== undefined && spec.on_host_lost !== null) {
+    unsupported.push("on_host_lost");
+  }
   return { form, unsupported };
 }
 

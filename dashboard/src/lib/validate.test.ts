@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { emptyForm, type RunForm } from "./runform";
 import { WORKLOADS } from "./testdata/workloads";
-import { checkParam, parseTargetCi, placeServerError, validateForm } from "./validate";
+import {
+  checkParam,
+  parseDurationSeconds,
+  parseTargetCi,
+  placeServerError,
+  validateForm,
+} from "./validate";
 
 function valid(): RunForm {
   const f = emptyForm("ebizzy");
@@ -110,6 +116,46 @@ describe("validateForm", () => {
     f.arms = [{ name: "a", ceiling: "", params: {} }];
     f.params = { server: "192.0.2.1" };
     expect(validateForm(f, WORKLOADS)).toEqual({});
+  });
+});
+
+describe("on_host_lost", () => {
+  const check = (action: string, after: string) => {
+    const f = valid();
+    f.onHostLost = { action, after };
+    return validateForm(f, WORKLOADS);
+  };
+  it("accepts each action, with or without a bound", () => {
+    for (const action of ["wait", "fail", "restart"]) expect(check(action, "")).toEqual({});
+    expect(check("fail", "20s")).toEqual({});
+    expect(check("restart", "1h30m")).toEqual({});
+    expect(check("restart", "604800")).toEqual({});
+    expect(check("", "")).toEqual({}); // not in the spec
+  });
+  it("refuses what the server refuses, with its field and words", () => {
+    expect(check("retry", "")).toEqual({
+      "on_host_lost.action": 'unknown action "retry" (known: wait, fail, restart)',
+    });
+    expect(check("", "30m")).toEqual({ "on_host_lost.action": "required" });
+    expect(check("fail", "soon")).toEqual({
+      "on_host_lost.after": 'expected a duration such as 30m, 2h or 90s, got "soon"',
+    });
+    for (const after of ["0", "500ms", "169h", "604801"]) {
+      expect(check("fail", after)).toEqual({
+        "on_host_lost.after": `must be at least 1 s and at most 7 days (168h), got "${after}"`,
+      });
+    }
+  });
+  it("reads durations as absl::ParseDuration does", () => {
+    expect(parseDurationSeconds("30m")).toBe(1800);
+    expect(parseDurationSeconds("1h30m")).toBe(5400);
+    expect(parseDurationSeconds("1.5h")).toBe(5400);
+    expect(parseDurationSeconds("90")).toBe(90);
+    expect(parseDurationSeconds("-2s")).toBe(-2);
+    expect(parseDurationSeconds("1500ms")).toBe(1.5);
+    expect(parseDurationSeconds("30 m")).toBeUndefined();
+    expect(parseDurationSeconds("m")).toBeUndefined();
+    expect(parseDurationSeconds("1d")).toBeUndefined();
   });
 });
 

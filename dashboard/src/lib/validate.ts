@@ -8,7 +8,7 @@ import {
   type ParameterSchema,
   type WorkloadSchema,
 } from "../api/gen/tlbfleet/v1/fleet";
-import { MONITORS, parseLabels, type LevelForm, type RunForm } from "./runform";
+import { HOST_LOST_ACTIONS, MONITORS, parseLabels, type LevelForm, type RunForm } from "./runform";
 
 /** Field path (as the server names it, e.g. "arms[0].params.threads") -> message. */
 export type FieldErrors = Record<string, string>;
@@ -197,7 +197,62 @@ export function validateForm(form: RunForm, workloads: WorkloadSchema[]): FieldE
     const e = intInRange(form.jobTimeoutSeconds, 0, 604800);
     if (e) errors.job_timeout_seconds = e;
   }
+  checkHostLost(errors, form.onHostLost);
   return errors;
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  ns: 1e-9,
+  us: 1e-6,
+  ms: 1e-3,
+  s: 1,
+  m: 60,
+  h: 3600,
+};
+
+/**
+ * A duration as the server reads `on_host_lost.after` (scheduler::ParseHostLostAfter): whole
+ * seconds, or absl::ParseDuration's "30m", "2h", "1h30m", "1.5h", "90s". Seconds, or
+ * undefined when it is neither.
+ */
+export function parseDurationSeconds(text: string): number | undefined {
+  const t = text.trim();
+  if (/^[-+]?\d+$/.test(t)) return Number(t);
+  const m = /^([-+]?)((?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|ms|s|m|h))+)$/.exec(t);
+  if (!m) return undefined;
+  let seconds = 0;
+  for (const part of m[2]!.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|ms|s|m|h)/g)) {
+    seconds += Number(part[1]) * DURATION_UNITS[part[2]!]!;
+  }
+  return m[1] === "-" ? -seconds : seconds;
+}
+
+/** The bound of `on_host_lost.after`: 1 s .. 7 days (scheduler::kMaxHostLostAfterSeconds). */
+const MAX_HOST_LOST_AFTER_SECONDS = 7 * 24 * 3600;
+
+/**
+ * `on_host_lost` as the server checks it (scheduler::CheckHostLostPolicy), with its wording.
+ * Restart on a run whose hosts.names pins every slot is refused by the server alone.
+ */
+function checkHostLost(errors: FieldErrors, policy: RunForm["onHostLost"]): void {
+  const action = policy.action.trim();
+  const after = policy.after.trim();
+  if (!action && !after) return; // not in the spec: the run's design decides
+  if (after) {
+    const seconds = parseDurationSeconds(after);
+    if (seconds === undefined) {
+      errors["on_host_lost.after"] =
+        `expected a duration such as 30m, 2h or 90s, got ${quoted(after)}`;
+    } else if (!(seconds >= 1 && seconds <= MAX_HOST_LOST_AFTER_SECONDS)) {
+      errors["on_host_lost.after"] =
+        `must be at least 1 s and at most 7 days (168h), got ${quoted(after)}`;
+    }
+  }
+  if (!action) errors["on_host_lost.action"] = "required";
+  else if (!(HOST_LOST_ACTIONS as readonly string[]).includes(action)) {
+    errors["on_host_lost.action"] =
+      `unknown action ${quoted(action)} (known: ${HOST_LOST_ACTIONS.join(", ")})`;
+  }
 }
 
 function checkSweep(errors: FieldErrors, form: RunForm, workload: WorkloadSchema): void {

@@ -1,9 +1,12 @@
 // Compare: two runs, or arms of runs, side by side with the same table and charts. Two arms
 // of one run get the controller's comparison (with verdicts); arms of different runs are
 // shown next to each other without a verdict. The choice is in the URL (?a=RUN[:arm]&b=...).
+// Under the table: the hosts each arm was measured on and the samples left out, as each run's
+// report gives them.
 import { useMemo, useState } from "preact/hooks";
 import { api } from "../api";
 import type { Report } from "../api/gen/tlbfleet/v1/common";
+import { ArmHostsView } from "../components/ArmHosts";
 import { MetricChartView } from "../components/Chart";
 import { ComparisonBlock } from "../components/ComparisonTable";
 import { ErrorView, Loading, Section } from "../components/common";
@@ -18,6 +21,7 @@ function onlyArms(report: Report, arms: string[]): Report {
   return {
     ...report,
     arms: idx.map((i) => report.arms[i]!),
+    hosts: report.hosts.filter((h) => arms.includes(h.arm)),
     groups: report.groups.map((g) => ({
       ...g,
       n: idx.map((i) => g.n[i] ?? 0),
@@ -31,6 +35,18 @@ function onlyArms(report: Report, arms: string[]): Report {
       })),
     })),
   };
+}
+
+interface HostsPart {
+  label: string;
+  hosts: Report["hosts"];
+  excluded: Report["excluded"];
+}
+
+/** Whether the reports say anything about hosts (a controller before issue 26 does not). */
+function hostsKnown(m: { report: Report; verdicts: boolean; parts: HostsPart[] }): boolean {
+  if (m.verdicts) return m.report.hosts.length > 0 || m.report.excluded.length > 0;
+  return m.parts.some((p) => p.hosts.length > 0 || p.excluded.length > 0);
 }
 
 export function ComparePage({ location }: { location: Location }) {
@@ -61,10 +77,20 @@ export function ComparePage({ location }: { location: Location }) {
     if (sameRun) {
       const r = reportA.data.report;
       const arms = [a.arm || r.arms[0]!, b.arm || r.arms[1] || ""].filter((x) => x);
-      return { report: onlyArms(r, arms), verdicts: true };
+      return { report: onlyArms(r, arms), verdicts: true, parts: [] as HostsPart[] };
     }
     if (!reportB.data?.report) return undefined;
+    // Each run's hosts and left-out samples, under its own label (the arm it gives, if any).
+    const parts = [
+      { ref: a, report: reportA.data.report },
+      { ref: b, report: reportB.data.report },
+    ].map(({ ref, report }) => ({
+      label: formatCompareRef(ref),
+      hosts: report.hosts.filter((h) => !ref.arm || h.arm === ref.arm),
+      excluded: report.excluded,
+    }));
     return {
+      parts,
       report: sideBySide([
         { label: formatCompareRef(a), report: reportA.data.report, arm: a.arm },
         { label: formatCompareRef(b), report: reportB.data.report, arm: b.arm },
@@ -129,6 +155,23 @@ export function ComparePage({ location }: { location: Location }) {
               />
             ))}
           </Section>
+          {hostsKnown(merged) && (
+            <Section title="Hosts" id="cmp-hosts">
+              {merged.verdicts ? (
+                <ArmHostsView hosts={merged.report.hosts} excluded={merged.report.excluded} />
+              ) : (
+                merged.parts.map((p, i) => (
+                  <ArmHostsView
+                    key={p.label}
+                    hosts={p.hosts}
+                    excluded={p.excluded}
+                    title={`Hosts of ${p.label}`}
+                    testId={`arm-hosts-${i}`}
+                  />
+                ))
+              )}
+            </Section>
+          )}
           <Section title="Charts" id="cmp-charts">
             <div class="charts">
               {charts.map((c) => (

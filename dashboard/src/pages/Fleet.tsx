@@ -1,5 +1,5 @@
 // Fleet (the landing page): every host, what it is, whether its flush ceiling can be written
-// and why not, and what it does now.
+// and why not, and what it does now; a silent host names the runs that wait for it.
 import { api } from "../api";
 import { ErrorView, Loading } from "../components/common";
 import { Link } from "../components/Link";
@@ -15,6 +15,33 @@ import {
   type HostFilter,
 } from "../lib/fleet";
 import { formatAgo } from "../lib/format";
+import {
+  clockTime,
+  elapsedSeconds,
+  formatSeconds,
+  waitedOnWords,
+  type WaitedOn,
+} from "../lib/lost-hosts";
+
+/** "runs 3, 7 wait for it since 01:12:36 UTC (5 min)", each run a link. */
+function WaitedOnText({ w, now }: { w: WaitedOn; now: number }) {
+  const { lead, tail } = waitedOnWords(w);
+  return (
+    <div class="small" data-testid="waited-on">
+      {lead}{" "}
+      {w.runIds.map((id, i) => (
+        <span key={id}>
+          {i > 0 && ", "}
+          <Link href={`/runs/${id}`}>{id}</Link>
+        </span>
+      ))}{" "}
+      {tail}
+      {w.sinceMs > 0 &&
+        ` since ${clockTime(w.sinceMs, now)} (${formatSeconds(elapsedSeconds(w.sinceMs, now))})`}
+      {w.rebooting && "; it was asked to reboot and is not back"}
+    </div>
+  );
+}
 
 export function FleetPage({ location }: { location: Location }) {
   useTitle("Fleet");
@@ -104,6 +131,7 @@ export function FleetPage({ location }: { location: Location }) {
                     </th>
                     <td>
                       <span class={`state state-${s.state}`}>{s.state}</span>
+                      {s.waitedOn && <WaitedOnText w={s.waitedOn} now={now} />}
                       {s.detail && (
                         <div class="muted small">
                           {s.runId ? <Link href={`/runs/${s.runId}`}>{s.detail}</Link> : s.detail}

@@ -13,6 +13,7 @@ import {
   cliCommand,
   emptyForm,
   formToYaml,
+  HOST_LOST_ACTIONS,
   MONITORS,
   yamlToForm,
   type ArmForm,
@@ -218,6 +219,8 @@ export function NewRunPage({ location }: { location: Location }) {
     form && changeForm({ ...form, [key]: { ...form[key], ...change } });
   const updateHosts = (change: Partial<RunForm["hosts"]>) =>
     form && changeForm({ ...form, hosts: { ...form.hosts, ...change } });
+  const updateHostLost = (change: Partial<RunForm["onHostLost"]>) =>
+    form && changeForm({ ...form, onHostLost: { ...form.onHostLost, ...change } });
 
   /** The field paths the form shows now, in the order a keyboard user meets them. */
   const domFields = (): string[] =>
@@ -798,6 +801,52 @@ export function NewRunPage({ location }: { location: Location }) {
                 </label>
               ))}
               {err("monitors") && <p class="field-error">{err("monitors")}</p>}
+            </fieldset>
+            <fieldset data-field="on_host_lost">
+              <legend>If a host is lost</legend>
+              <Field
+                path="on_host_lost.action"
+                label="When a slot's host goes silent"
+                help="A slot is one machine for the whole run: its jobs never move to another host. Default: restart, or fail when hosts.names pins every slot or an arm names a boot entry."
+                error={err("on_host_lost.action")}
+              >
+                {(a) => (
+                  <select
+                    {...a}
+                    value={form.onHostLost.action}
+                    onChange={(e) => updateHostLost({ action: e.currentTarget.value })}
+                  >
+                    <option value="">the run's default</option>
+                    <option value="wait">wait for it, however long</option>
+                    <option value="fail">fail the run</option>
+                    <option value="restart">restart the slot on another host</option>
+                    {form.onHostLost.action &&
+                      !(HOST_LOST_ACTIONS as readonly string[]).includes(
+                        form.onHostLost.action,
+                      ) && <option value={form.onHostLost.action}>{form.onHostLost.action}</option>}
+                  </select>
+                )}
+              </Field>
+              <Field
+                path="on_host_lost.after"
+                label="After how long a silence"
+                help="30m, 2h, 90s or seconds; 1 s to 7 days; empty = 30m. Fail and restart act then (a restarted slot's samples are kept, left out of comparisons); wait never does."
+                error={err("on_host_lost.after")}
+              >
+                {(a) => (
+                  <input
+                    {...a}
+                    value={form.onHostLost.after}
+                    placeholder="30m"
+                    onInput={(e) => updateHostLost({ after: e.currentTarget.value })}
+                  />
+                )}
+              </Field>
+              {shownErrors.on_host_lost && (
+                <p class="field-error" data-testid="error-on_host_lost">
+                  {shownErrors.on_host_lost}
+                </p>
+              )}
             </fieldset>
             <Field
               path="job_timeout_seconds"

@@ -1,24 +1,34 @@
 // Run: live progress over SSE while it runs, then the mmtests table, the charts, the verdicts,
-// the flush profile per arm and the raw samples as CSV. Cancel for operators.
+// the flush profile per arm and the raw samples as CSV. Cancel for operators. Slots waiting for
+// a silent host are said first, the work measured again and the hosts each arm was measured on
+// with the rest (issue 26).
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "../api";
 import { ApiError } from "../api/errors";
 import type { Run } from "../api/gen/tlbfleet/v1/fleet";
 import { isTerminal, RunEventStream, type StreamStatus } from "../api/sse";
+import { ArmHostsView } from "../components/ArmHosts";
 import { MetricChartView } from "../components/Chart";
 import { ComparisonBlock } from "../components/ComparisonTable";
 import { ErrorView, Loading, Section, StateBadge } from "../components/common";
 import { FlushProfileView } from "../components/FlushProfile";
 import { Link } from "../components/Link";
+import { AbandonedWorkTable, WaitingNotice } from "../components/LostHosts";
 import { setQuery, useResource, useSession, useTitle, type Location } from "../hooks";
 import { chartsFromReport } from "../lib/chart-data";
 import { resultsCsv } from "../lib/csv";
 import { buildFlushProfiles } from "../lib/flush";
 import { formatDuration, formatUnixTime } from "../lib/format";
+import { clockTime, policyText } from "../lib/lost-hosts";
 import { applyEvent, emptyProgress, type Progress } from "../lib/progress";
 import { buildBlocks } from "../lib/table";
 
-function useRunProgress(runId: string, run: Run | undefined, onEnd: () => void) {
+/**
+ * The run's events while it is not finished. `reload` reads the run again: at the stream's end,
+ * and when a slot's host went silent, came back or was given up on (the run's waiting slots and
+ * its work measured again are the controller's, read with the run).
+ */
+function useRunProgress(runId: string, run: Run | undefined, reload: () => void) {
   const [progress, setProgress] = useState<Progress>(emptyProgress);
   const [status, setStatus] = useState<StreamStatus>({ kind: "connecting" });
   const live = run !== undefined && !isTerminal(run.state);
@@ -28,17 +38,20 @@ function useRunProgress(runId: string, run: Run | undefined, onEnd: () => void) 
       api,
       runId,
       {
-        onEvent: (e) => setProgress((p) => applyEvent(p, e)),
+        onEvent: (e) => {
+          setProgress((p) => applyEvent(p, e));
+          if (e.slotHost) reload();
+        },
         onStatus: (s) => {
           setStatus(s);
-          if (s.kind === "ended") onEnd();
+          if (s.kind === "ended") reload();
         },
       },
       { runEnded: async () => isTerminal((await api.getRun(runId)).state) },
     );
     void stream.run();
     return () => stream.close();
-  }, [runId, live, onEnd]);
+  }, [runId, live, reload]);
   return { progress, status, live };
 }
 
@@ -102,7 +115,13 @@ function LivePanel({ progress, status }: { progress: Progress; status: StreamSta
             {progress.hosts.map((h) => (
               <tr key={h.host}>
                 <th scope="row">{h.host}</th>
-                <td>{h.rebooting ? "rebooting" : h.current || "idle"}</td>
+                <td>
+                  {h.rebooting
+                    ? "rebooting"
+                    : h.silentSinceMs
+                      ? `silent since ${clockTime(h.silentSinceMs, Date.now())}`
+                      : h.current || "idle"}
+                </td>
                 <td class="num">{h.counts.running}</td>
                 <td class="num">{h.counts.succeeded}</td>
                 <td class="num">{h.counts.failed}</td>
@@ -170,6 +189,7 @@ function Results({ run, location }: { run: Run; location: Location }) {
         )}
         {compare.error && <ErrorView error={compare.error} what="The comparison" />}
         {!compare.data && !compare.error && <Loading what="the comparison" />}
+        {report && <ArmHostsView hosts={report.hosts} excluded={report.excluded} />}
         {blocks.map((b) => (
           <ComparisonBlock key={b.metric} block={b} />
         ))}
@@ -211,7 +231,15 @@ function Results({ run, location }: { run: Run; location: Location }) {
 
 export function RunPage({ runId, location }: { runId: string; location: Location }) {
   const session = useSession();
-  const run = useResource(`run/${runId}`, (signal) => api.getRun(runId, signal));
+  // While a slot waits for a silent host the run is read again every 10 s, so that its
+  // waiting list and the controller's messages stay current (the seconds count in between).
+  const [waiting, setWaiting] = useState(false);
+  const run = useResource(`run/${runId}`, (signal) => api.getRun(runId, signal), {
+    pollMs: waiting ? 10_000 : undefined,
+  });
+  const nowWaiting =
+    run.data !== undefined && !isTerminal(run.data.state) && run.data.waitingFor.length > 0;
+  useEffect(() => setWaiting(nowWaiting), [nowWaiting]);
   const { progress, status, live } = useRunProgress(runId, run.data, run.reload);
   const [cancelError, setCancelError] = useState("");
   useTitle(run.data?.spec?.name ? `Run ${runId} ${run.data.spec.name}` : `Run ${runId}`);
@@ -236,6 +264,7 @@ export function RunPage({ runId, location }: { runId: string; location: Location
       <h1>
         Run {r.id}: {r.spec?.name} <StateBadge state={state} />
       </h1>
+      {!isTerminal(state) && <WaitingNotice waiting={r.waitingFor} />}
       <dl class="facts">
         <dt>benchmark</dt>
         <dd>{r.spec?.benchmark}</dd>
@@ -260,6 +289,17 @@ export function RunPage({ runId, location }: { runId: string; location: Location
           {r.iterationsPerBoot} iterations × {r.boots || 1} boots
           {r.adaptiveRounds > 0 && `, ${r.adaptiveRounds} adaptive rounds`}
         </dd>
+        {r.onHostLost?.action && (
+          <>
+            <dt>if a host is lost</dt>
+            <dd data-testid="on-host-lost">
+              {policyText(r.onHostLost)}
+              {!r.spec?.onHostLost?.action && (
+                <span class="muted small"> (the default for this run's design)</span>
+              )}
+            </dd>
+          </>
+        )}
         {(r.stopReason || progress.reason) && (
           <>
             <dt>why it stopped</dt>
@@ -274,6 +314,7 @@ export function RunPage({ runId, location }: { runId: string; location: Location
         )}
       </dl>
       <JobBar run={r} progress={progress} />
+      <AbandonedWorkTable abandoned={r.abandoned} />
       {session.canOperate && !isTerminal(state) && (
         <p>
           <button type="button" class="danger" onClick={cancel} data-testid="cancel-run">

@@ -1,11 +1,13 @@
 // Runs: history with filters (benchmark, host, state, name, dates) and keyset paging; the
-// filters and the page are in the URL.
+// filters and the page are in the URL. Next to a run's state: the hosts it waits for and the
+// work it measured again.
 import { api } from "../api";
 import { RunState } from "../api/gen/tlbfleet/v1/fleet";
 import { ErrorView, Loading, StateBadge } from "../components/common";
 import { Link } from "../components/Link";
 import { setQuery, useResource, useTitle, type Location } from "../hooks";
 import { formatUnixTime, RUN_STATE_NAMES } from "../lib/format";
+import { runNotes } from "../lib/lost-hosts";
 import {
   listRunsRequest,
   nextPage,
@@ -137,6 +139,11 @@ export function RunsPage({ location }: { location: Location }) {
                     <td>{r.spec?.arms.map((a) => a.name).join(", ")}</td>
                     <td>
                       <StateBadge state={r.state} />
+                      {runNotes(r).length > 0 && (
+                        <div class="small" data-testid="run-notes">
+                          {runNotes(r).join(", ")}
+                        </div>
+                      )}
                       {r.state === RunState.RUN_STATE_FAILED && r.error && (
                         <div class="muted small">{r.error}</div>
                       )}

@@ -100,19 +100,41 @@ class Daemon {
     return this.log.join("");
   }
 
+  /** The real daemon's pids: unshare's children when namespaced, else the child itself. */
+  pids() {
+    if (!this.namespaced) return [this.child.pid];
+    try {
+      const pid = this.child.pid;
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+        .trim()
+        .split(/\s+/)
+        .filter((x) => x !== "")
+        .map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  /**
+   * Sends `signal` to the real daemon (SIGSTOP: a hung machine, its stream still open). From
+   * here SIGSTOP and SIGCONT reach it even as its PID namespace's init.
+   */
+  signal(signal) {
+    const pids = this.pids();
+    if (pids.length === 0) throw new Error(`${this.name}: no process to send ${signal} to`);
+    for (const pid of pids) process.kill(pid, signal);
+    if (signal === "SIGSTOP") this.paused = true;
+    if (signal === "SIGCONT") this.paused = false;
+  }
+
   async stop() {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    // A stopped daemon would hold SIGTERM until it is continued.
+    if (this.paused) this.signal("SIGCONT");
     // unshare (util-linux 2.38) does not pass SIGTERM on: stop its child, the real daemon,
     // so that it shuts down cleanly; unshare then exits with it.
-    const children = (() => {
-      try {
-        const pid = this.child.pid;
-        return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/);
-      } catch {
-        return [];
-      }
-    })();
-    if (this.namespaced && children.length > 0 && children[0] !== "") {
+    const children = this.namespaced ? this.pids().map(String) : [];
+    if (this.namespaced && children.length > 0) {
       for (const pid of children) process.kill(Number(pid), "SIGTERM");
     } else this.child.kill("SIGTERM");
     const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
@@ -124,13 +146,16 @@ class Daemon {
 
 /**
  * A controller and `agents` agents on loopback, with an API token per role in `roles`.
- * Returns { url, grpc, tokens, cli(args, role), stopController(), startController(), stop() }.
+ * `leaseSeconds` is the controller's --lease-seconds (its heartbeats a quarter of it: a short
+ * lease finds a silent host in seconds). Returns { url, grpc, tokens, cli(args, role),
+ * signalAgent(i, signal), stopController(), startController(), stop() }.
  */
 export async function startFleet({
   name,
   roles = ["operator", "viewer"],
   agents = 1,
   hostPidNamespace = false,
+  leaseSeconds = 30,
 } = {}) {
   const features = await requireApi();
   const dir = await mkdtemp(join(tmpdir(), `tlbfleet-browser-${name}-`));
@@ -172,7 +197,7 @@ export async function startFleet({
         ...(resolve(binDir, "..", "dashboard", "dist") === resolve(distDir)
           ? []
           : [`--dashboard-dir=${distDir}`]),
-        "--lease-seconds=30",
+        `--lease-seconds=${leaseSeconds}`,
       ],
       join(logs, "controller.log"),
     );
@@ -248,6 +273,7 @@ export async function startFleet({
     tokens,
     cli,
     url: (path = "/") => `http://127.0.0.1:${ports.http}${path}`,
+    signalAgent: (i, signal) => agentProcs[i].signal(signal),
     stopController: () => controller.stop(),
     startController,
     async stop() {
