@@ -16,8 +16,7 @@
 #include "controller/cli/format.h"
 #include "controller/cli/progress.h"
 #include "controller/cli/yaml_documents.h"
-#include "controller/report/arm_ceilings.h"
-#include "controller/report/arm_hosts.h"
+#include "controller/report/compare.h"
 #include "controller/report/comparison.h"
 #include "controller/report/flush_profile.h"
 #include "controller/report/render.h"
@@ -57,17 +56,17 @@ std::string DescribeEnd(const v1::Run& run) {
   return text;
 }
 
-std::string RenderComparison(const report::Comparison& comparison, OutputFormat format,
-                             const std::string& title) {
+// The report in `format`: every format renders the one message (report/render.h).
+std::string RenderReport(const v1::Report& report, OutputFormat format) {
   switch (format) {
     case OutputFormat::kJson:
-      return report::RenderComparisonJson(comparison);
+      return report::RenderReportJson(report);
     case OutputFormat::kCsv:
-      return report::RenderComparisonCsv(comparison);
+      return report::RenderReportCsv(report);
     case OutputFormat::kText:
       break;
   }
-  return report::RenderComparisonText(comparison, title);
+  return report::RenderReportText(report);
 }
 
 // "1%" or 0.01 as a fraction; nullopt for anything else.
@@ -290,27 +289,6 @@ int Commands::Results(const std::string& run_id, OutputFormat format) {
 int Commands::Compare(const std::string& run_id, const CompareFlags& flags, OutputFormat format) {
   absl::StatusOr<report::CompareOptions> options = OptionsFromFlags(flags);
   if (!options.ok()) return Error(kExitUsage, std::string(options.status().message()));
-  // JSON and CSV are the full per-(param, metric, arm) records, computed here from the
-  // samples with the code --from-csv uses; text is the controller's rendering of the same.
-  if (format != OutputFormat::kText) {
-    v1::Run run;
-    grpc::Status status = client_.GetRun(run_id, &run);
-    if (!status.ok()) return RpcFailure(status, run_id);
-    v1::GetResultsResponse results;
-    status = client_.GetResults(run_id, &results);
-    if (!status.ok()) return RpcFailure(status, run_id);
-    for (const v1::ArmSpec& arm : run.spec().arms()) options->arm_order.push_back(arm.name());
-    const std::vector<v1::Sample> samples(results.samples().begin(), results.samples().end());
-    absl::StatusOr<report::Comparison> comparison =
-        report::Compare(report::ObservationsFromSamples(samples), *options);
-    if (!comparison.ok()) {
-      return Error(kExitUsage, fmt::format("run {}: {}", run_id, AsFlag(comparison.status())));
-    }
-    report::AttachArmCeilings(samples, run.spec(), &*comparison);
-    report::AttachArmHosts(samples, &*comparison);
-    out_ << RenderComparison(*comparison, format, "");
-    return kExitOk;
-  }
   v1::CompareRequest request;
   request.set_run_id(run_id);
   request.set_baseline(flags.baseline);
@@ -323,7 +301,9 @@ int Commands::Compare(const std::string& run_id, const CompareFlags& flags, Outp
   // An unknown baseline arm or an impossible pairing is INVALID_ARGUMENT (exit 2), so
   // NOT_FOUND is about the run.
   if (!status.ok()) return RpcFailure(status, run_id);
-  out_ << WithTrailingNewline(response.text());
+  // The controller computed the report once; every format renders it.
+  out_ << (format == OutputFormat::kText ? WithTrailingNewline(response.text())
+                                         : RenderReport(response.report(), format));
   return kExitOk;
 }
 
@@ -388,11 +368,14 @@ int Commands::CompareFromCsv(const std::string& file, const CompareFlags& flags,
     return Error(kExitUsage,
                  fmt::format("{}: {}", file, std::string(observations.status().message())));
   }
+  // Offline, the same pipeline the controller runs: observations, comparison, report.
   absl::StatusOr<report::Comparison> comparison = report::Compare(*observations, *options);
   if (!comparison.ok()) {
     return Error(kExitUsage, fmt::format("{}: {}", file, AsFlag(comparison.status())));
   }
-  out_ << RenderComparison(*comparison, format, file);
+  v1::Report built = report::ReportFromComparison(*comparison);
+  built.set_title(file);
+  out_ << RenderReport(built, format);
   return kExitOk;
 }
 

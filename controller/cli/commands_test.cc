@@ -13,6 +13,8 @@
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fake_fleet_for_test.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace tlbfleet::cli {
@@ -307,7 +309,8 @@ TEST_F(CommandsTest, CompareFromCsvInEveryFormat) {
   out_.str("");
   EXPECT_EQ(commands_->CompareFromCsv(path, Baseline("malloc"), true, OutputFormat::kJson),
             kExitOk);
-  EXPECT_THAT(out_.str(), StartsWith("[\n  {\"arm\": \"malloc\""));
+  // The report message: arms baseline first, each record with its direction and verdict.
+  EXPECT_THAT(out_.str(), HasSubstr("\"arms\": [\n  \"malloc\",\n  \"mmap\"\n ]"));
   EXPECT_THAT(out_.str(), HasSubstr("\"better\": \"lower\""));
   EXPECT_THAT(out_.str(), HasSubstr("\"verdict\": \"better\""));  // mmap is lower
   out_.str("");
@@ -341,39 +344,43 @@ TEST_F(CommandsTest, CompareFromCsvErrorsAreUsageErrors) {
                                     "were measured in"));
 }
 
-TEST_F(CommandsTest, CompareRunCsvComputesFromTheSamples) {
-  v1::Run run = MakeRun(v1::RUN_STATE_SUCCEEDED, 4, 4, 0);
-  run.mutable_spec()->add_arms()->set_name("mmap");
-  run.mutable_spec()->add_arms()->set_name("malloc");
-  fleet_.ScriptGetRun({Ok(run)});
-  v1::GetResultsResponse results;
-  for (const auto& [arm, boot, value] :
-       {std::tuple{"malloc", "b3", 110.0}, std::tuple{"malloc", "b3", 112.0},
-        std::tuple{"mmap", "b1", 100.0}, std::tuple{"mmap", "b1", 102.0}}) {
-    v1::Sample* s = results.add_samples();
-    s->set_arm(arm);
-    s->set_boot_id(boot);
-    s->set_metric("records");
-    s->set_better(v1::BETTER_HIGHER);
-    s->set_value(value);
+TEST_F(CommandsTest, CompareRunInEveryFormatRendersTheControllersReport) {
+  // The controller computes the report; the CLI only renders it, in every format.
+  v1::CompareResponse response;
+  v1::Report* report = response.mutable_report();
+  report->add_arms("mmap");
+  report->add_arms("malloc");
+  v1::Report::Group* group = report->add_groups();
+  group->set_metric("records");
+  for (const char* arm : {"mmap", "malloc"}) {
+    v1::Report::Record* r = group->add_records();
+    r->set_arm(arm);
+    r->set_metric("records");
+    r->set_better("higher");
+    r->set_n(2);
+    r->set_boots(1);
   }
-  v1::Sample* per_thread = results.add_samples();
-  *per_thread = results.samples(0);
-  per_thread->set_series("thread0");
-  fleet_.SetResults(results);
+  group->mutable_records(1)->set_welch_p(0.25);
+  group->mutable_records(1)->set_verdict("unknown");
+  response.set_text("the controller's text\n");
+  fleet_.SetCompare(response);
   EXPECT_EQ(commands_->Compare("7", {}, OutputFormat::kCsv), kExitOk);
-  // Arms in the spec's order although malloc's samples come first; thread series left out.
+  EXPECT_THAT(out_.str(),
+              StartsWith("arm,param,param_name,param_value,metric,unit,better,n,boots,"));
   EXPECT_THAT(out_.str(), HasSubstr("\nmmap,,,,records,,higher,2,1,"));
   EXPECT_THAT(out_.str(), HasSubstr("\nmalloc,,,,records,,higher,2,1,"));
   EXPECT_LT(out_.str().find("\nmmap,"), out_.str().find("\nmalloc,"));
+  EXPECT_EQ(fleet_.last_compare().run_id(), "7");
 
-  // JSON: the same records, with the fields docs/statistics.md lists.
   out_.str("");
-  fleet_.ScriptGetRun({Ok(run)});
   EXPECT_EQ(commands_->Compare("7", {}, OutputFormat::kJson), kExitOk);
-  EXPECT_THAT(out_.str(), HasSubstr("\"arm\": \"malloc\""));
-  EXPECT_THAT(out_.str(), HasSubstr("\"welch_p\""));
-  EXPECT_THAT(out_.str(), HasSubstr("\"verdict\""));
+  v1::Report parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &parsed).ok()) << out_.str();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, *report));
+
+  out_.str("");
+  EXPECT_EQ(commands_->Compare("7", {}, OutputFormat::kText), kExitOk);
+  EXPECT_EQ(out_.str(), "the controller's text\n");
 }
 
 class UnreachableTest : public CommandsTest {

@@ -1,10 +1,18 @@
 #include "controller/report/arm_ceilings.h"
 
+#include "controller/report/compare.h"
 #include "controller/report/render.h"
 #include "gtest/gtest.h"
 
 namespace tlbfleet::report {
 namespace {
+
+// The comparison as the one message every format renders.
+v1::Report Titled(const Comparison& c, const std::string& title = "") {
+  v1::Report report = ReportFromComparison(c);
+  report.set_title(title);
+  return report;
+}
 
 v1::Sample S(const std::string& arm, bool applied, bool observed, int64_t ceiling) {
   v1::Sample s;
@@ -68,12 +76,13 @@ TEST(ArmCeilingsTest, EveryFormatOfTheComparisonCarriesThem) {
   absl::StatusOr<Comparison> c = Compare(ObservationsFromSamples(samples), options);
   ASSERT_TRUE(c.ok()) << c.status();
   AttachArmCeilings(samples, spec, &*c);
-  EXPECT_NE(RenderComparisonText(*c, "t").find("flush ceiling per arm: base default = 33; c512 "
-                                               "512\n"),
+  EXPECT_NE(RenderReportText(Titled(*c, "t"))
+                .find("flush ceiling per arm: base default = 33; c512 "
+                      "512\n"),
             std::string::npos)
-      << RenderComparisonText(*c, "t");
-  EXPECT_NE(RenderComparisonJson(*c).find("\"ceiling\": \"default = 33\""), std::string::npos);
-  const std::string csv = RenderComparisonCsv(*c);
+      << RenderReportText(Titled(*c, "t"));
+  EXPECT_NE(RenderReportJson(Titled(*c)).find("\"ceiling\": \"default = 33\""), std::string::npos);
+  const std::string csv = RenderReportCsv(Titled(*c));
   EXPECT_NE(csv.find(",ceiling,hosts,excluded\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",512,,\n"), std::string::npos) << csv;
 }

@@ -9,21 +9,17 @@
 #include "absl/strings/str_join.h"
 
 namespace tlbfleet::report {
-namespace {
-
-std::string Who(const std::string& hostname, const std::string& agent_id,
-                const std::string& machine_id) {
+std::string HostWho(const std::string& hostname, const std::string& agent_id,
+                    const std::string& machine_id) {
   std::string out = hostname.empty() ? std::string("?") : hostname;
   absl::StrAppend(&out, " (agent ", agent_id.substr(0, 8));
   if (!machine_id.empty()) absl::StrAppend(&out, ", machine ", machine_id.substr(0, 8));
   return absl::StrCat(out, ")");
 }
 
-std::string Plural(uint64_t n, const char* what) {
+std::string CountOf(uint64_t n, const char* what) {
   return absl::StrCat(n, " ", what, n == 1 ? "" : "s");
 }
-
-}  // namespace
 
 void AttachArmHosts(const std::vector<v1::Sample>& samples, Comparison* comparison) {
   using Key = std::tuple<std::string, std::string, std::string>;  // arm, hostname, agent
@@ -72,60 +68,19 @@ void AttachArmHosts(const std::vector<v1::Sample>& samples, Comparison* comparis
       std::vector<std::string> hosts, left_out;
       for (const Comparison::HostUse& u : comparison->hosts) {
         if (u.arm != arm.arm) continue;
-        hosts.push_back(absl::StrCat(Who(u.hostname, u.agent_id, u.machine_id), " ",
-                                     Plural(u.samples, "sample"), ", ", Plural(u.boots, "boot")));
+        hosts.push_back(absl::StrCat(HostWho(u.hostname, u.agent_id, u.machine_id), " ",
+                                     CountOf(u.samples, "sample"), ", ", CountOf(u.boots, "boot")));
       }
       for (const Comparison::Excluded& e : comparison->excluded) {
         if (e.arm != arm.arm) continue;
-        left_out.push_back(absl::StrCat(Plural(e.samples, "sample"), " of ",
-                                        Who(e.hostname, e.agent_id, e.machine_id), ": ", e.reason));
+        left_out.push_back(absl::StrCat(CountOf(e.samples, "sample"), " of ",
+                                        HostWho(e.hostname, e.agent_id, e.machine_id), ": ",
+                                        e.reason));
       }
       arm.hosts = absl::StrJoin(hosts, "; ");
       arm.excluded = absl::StrJoin(left_out, "; ");
     }
   }
-}
-
-std::string RenderArmHostsText(const Comparison& comparison, size_t max_hosts_per_arm) {
-  if (comparison.hosts.empty() && comparison.excluded.empty()) return "";
-  std::vector<std::string> per_arm;
-  for (const std::string& arm : comparison.arms) {
-    std::vector<std::string> names;
-    size_t total = 0;
-    for (const Comparison::HostUse& u : comparison.hosts) {
-      if (u.arm != arm) continue;
-      if (++total > max_hosts_per_arm) continue;
-      names.push_back(absl::StrCat(Who(u.hostname, u.agent_id, u.machine_id), " ",
-                                   Plural(u.samples, "sample"), ", ", Plural(u.boots, "boot")));
-    }
-    if (total == 0) continue;
-    if (total > max_hosts_per_arm) {
-      names.push_back(absl::StrCat("and ", total - max_hosts_per_arm, " more"));
-    }
-    per_arm.push_back(absl::StrCat(arm, " ", absl::StrJoin(names, ", ")));
-  }
-  std::string out;
-  if (!per_arm.empty())
-    absl::StrAppend(&out, "hosts per arm: ", absl::StrJoin(per_arm, "; "), "\n");
-  // One line per reason and host, whatever the arm: the reason is about a slot or a boot.
-  std::map<std::tuple<std::string, std::string, std::string>, Comparison::Excluded> merged;
-  std::vector<std::tuple<std::string, std::string, std::string>> order;
-  for (const Comparison::Excluded& e : comparison.excluded) {
-    const auto key = std::make_tuple(e.hostname, e.agent_id, e.reason);
-    auto [it, inserted] = merged.try_emplace(key, e);
-    if (inserted) {
-      order.push_back(key);
-    } else {
-      it->second.samples += e.samples;
-    }
-  }
-  for (const auto& key : order) {
-    const Comparison::Excluded& e = merged[key];
-    absl::StrAppend(&out, "left out: ", Plural(e.samples, "sample"), " of ",
-                    Who(e.hostname, e.agent_id, e.machine_id), ", kept for the record: ", e.reason,
-                    "\n");
-  }
-  return out;
 }
 
 void AddArmHostsToReport(const Comparison& comparison, v1::Report* report) {

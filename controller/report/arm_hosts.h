@@ -4,6 +4,7 @@
 // again elsewhere, or a boot cut short and measured again, keeps its samples apart:
 // Sample.excluded). Pure functions over samples.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,17 +13,19 @@
 
 namespace tlbfleet::report {
 
+// "vm1 (agent 0d60fd02, machine 4c4c4544)": a host as the reports name it (ids shortened).
+std::string HostWho(const std::string& hostname, const std::string& agent_id,
+                    const std::string& machine_id);
+// "1 sample", "3 boots".
+std::string CountOf(uint64_t n, const char* what);
+
 // Fills comparison->hosts and comparison->excluded from the aggregate samples (series ""),
 // in comparison->arms order then by hostname and agent id, and each ArmResult's `hosts` and
 // `excluded` text (JSON and CSV).
 void AttachArmHosts(const std::vector<v1::Sample>& samples, Comparison* comparison);
 
-// "hosts per arm: base vm1 (agent 0d60fd02, machine 4c4c4544) 40 samples, 4 boots; …\n" and
-// a "left out: …" line per excluded group; "" when the comparison knows no hosts. At most
-// `max_hosts_per_arm` hosts are named per arm ("… and 12 more").
-std::string RenderArmHostsText(const Comparison& comparison, size_t max_hosts_per_arm = 8);
-
-// The same into the proto Report (Report.hosts, Report.excluded).
+// The same into the proto Report (Report.hosts, Report.excluded; the excluded merged over
+// arms, one entry per reason and host), which every format renders (render.h).
 void AddArmHostsToReport(const Comparison& comparison, v1::Report* report);
 
 }  // namespace tlbfleet::report

@@ -3,10 +3,18 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/report/compare.h"
 #include "controller/report/render.h"
 
 namespace tlbfleet::report {
 namespace {
+
+// The comparison as the one message every format renders.
+v1::Report Titled(const Comparison& c, const std::string& title = "") {
+  v1::Report report = ReportFromComparison(c);
+  report.set_title(title);
+  return report;
+}
 
 v1::Sample S(const std::string& arm, const std::string& host, const std::string& agent,
              const std::string& boot, double value, const std::string& excluded = "") {
@@ -58,7 +66,7 @@ TEST(ArmHostsTest, EveryFormatNamesTheMachinesPerArmAndWhatWasLeftOut) {
   EXPECT_EQ(c->hosts[0].boots, 1u);
   ASSERT_EQ(c->excluded.size(), 2u);
 
-  const std::string text = RenderComparisonText(*c, "t");
+  const std::string text = RenderReportText(Titled(*c, "t"));
   EXPECT_NE(text.find("hosts per arm: base vm2 (agent agent-22, machine machine-) 3 samples, 1 "
                       "boot; new vm2 (agent agent-22, machine machine-) 3 samples, 1 boot\n"),
             std::string::npos)
@@ -68,7 +76,7 @@ TEST(ArmHostsTest, EveryFormatNamesTheMachinesPerArmAndWhatWasLeftOut) {
                       "the record: slot 0 restarted: vm1 was lost\n"),
             std::string::npos)
       << text;
-  const std::string json = RenderComparisonJson(*c);
+  const std::string json = RenderReportJson(Titled(*c));
   EXPECT_NE(json.find("\"hosts\": \"vm2 (agent agent-22, machine machine-) 3 samples, 1 boot\""),
             std::string::npos)
       << json;
@@ -76,7 +84,7 @@ TEST(ArmHostsTest, EveryFormatNamesTheMachinesPerArmAndWhatWasLeftOut) {
                       "0 restarted: vm1 was lost\""),
             std::string::npos)
       << json;
-  const std::string csv = RenderComparisonCsv(*c);
+  const std::string csv = RenderReportCsv(Titled(*c));
   EXPECT_NE(csv.find(",hosts,excluded\n"), std::string::npos) << csv;
 
   v1::Report report;
@@ -96,7 +104,7 @@ TEST(ArmHostsTest, OfflineSamplesNameNoHosts) {
   ASSERT_TRUE(c.ok());
   AttachArmHosts(samples, &*c);
   EXPECT_TRUE(c->hosts.empty());
-  EXPECT_EQ(RenderArmHostsText(*c), "");
+  EXPECT_EQ(RenderReportText(Titled(*c)).find("hosts per arm"), std::string::npos);
 }
 
 }  // namespace

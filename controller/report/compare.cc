@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "controller/report/arm_ceilings.h"
 #include "controller/report/arm_hosts.h"
 #include "controller/report/render.h"
@@ -68,6 +69,8 @@ v1::Report::Stat BuildStat(const RowDef& row, const std::vector<ArmResult>& arms
                            bool higher_is_better) {
   v1::Report::Stat stat;
   stat.set_name(row.name);
+  stat.set_spread(row.sense == PctSense::kSpread);
+  stat.set_headline(row.shows != Shows::kAlways);
   const stats::Direction sense = row.sense == PctSense::kMetric && higher_is_better
                                      ? stats::Direction::kHigherIsBetter
                                      : stats::Direction::kLowerIsBetter;
@@ -120,11 +123,96 @@ v1::Report::Variance BuildVariance(const stats::VarianceComponents& c) {
   return v;
 }
 
-// Whether pct_diff[i] means something (see BuildStat): both values defined, and a zero
-// baseline only against a zero value.
-bool PctDefined(const v1::Report::Stat& stat, int i) {
-  if (stat.defined_size() <= i || !stat.defined(0) || !stat.defined(i)) return false;
-  return stat.values(0) != 0 || stat.values(i) == 0;
+// Every figure of one (group, arm): the JSON and CSV record (docs/statistics.md).
+v1::Report::Record BuildRecord(const Comparison& c, const GroupResult& g, const ArmResult& a) {
+  const bool base = a.verdict == Verdict::kBaseline;
+  const bool higher = g.direction == stats::Direction::kHigherIsBetter;
+  const stats::Summary& s = a.summary;
+  const stats::RatioTest& t = a.test;
+  v1::Report::Record r;
+  // Sets a field from an optional finite value; the comparison fields only for a non-baseline.
+  auto put = [](const std::optional<double>& v, auto setter) {
+    if (v && std::isfinite(*v)) setter(*v);
+  };
+  auto cmp = [&](const std::optional<double>& v, auto setter) {
+    if (!base) put(v, setter);
+  };
+  r.set_arm(a.arm);
+  r.set_param(SweepLabel(g.param_name, g.param_value));
+  r.set_param_name(g.param_name);
+  r.set_param_value(g.param_value);
+  r.set_metric(g.metric);
+  r.set_unit(g.unit);
+  r.set_better(higher ? "higher" : "lower");
+  r.set_n(static_cast<uint32_t>(a.n));
+  r.set_boots(static_cast<uint32_t>(a.boots));
+  put(s.min, [&](double x) { r.set_min(x); });
+  put(s.max, [&](double x) { r.set_max(x); });
+  put(s.amean, [&](double x) { r.set_amean(x); });
+  put(s.hmean, [&](double x) { r.set_hmean(x); });
+  put(s.gmean, [&](double x) { r.set_gmean(x); });
+  put(s.stddev, [&](double x) { r.set_stddev(x); });
+  put(s.coeffvar, [&](double x) { r.set_coeffvar(x); });
+  put(s.bamean95, [&](double x) { r.set_bamean95(x); });
+  put(s.bamean99, [&](double x) { r.set_bamean99(x); });
+  put(a.mean_of_boot_means, [&](double x) { r.set_mean_of_boot_means(x); });
+  cmp(a.pct_diff, [&](double x) { r.set_pct_diff(x); });
+  r.set_pct_diff_statistic(higher ? "hmean" : "amean");
+  r.set_estimand("gmean_ratio");
+  cmp(t.ratio, [&](double x) { r.set_ratio(x); });
+  cmp(a.change_pct, [&](double x) { r.set_change_pct(x); });
+  cmp(a.ratio_ci_low, [&](double x) { r.set_ratio_ci_low(x); });
+  cmp(a.ratio_ci_high, [&](double x) { r.set_ratio_ci_high(x); });
+  r.set_ci_level(c.level);
+  r.set_ratio_ci_method(a.ratio_ci_method);
+  cmp(t.p, [&](double x) { r.set_p(x); });
+  cmp(a.q, [&](double x) { r.set_q(x); });
+  cmp(t.same_p, [&](double x) { r.set_same_p(x); });
+  cmp(a.same_q, [&](double x) { r.set_same_q(x); });
+  r.set_margin(c.margin);
+  r.set_adjusted(c.adjusted);
+  cmp(a.adjusted_ci_low, [&](double x) { r.set_adjusted_ci_low(x); });
+  cmp(a.adjusted_ci_high, [&](double x) { r.set_adjusted_ci_high(x); });
+  if (a.adjusted_level > 0) cmp(a.adjusted_level, [&](double x) { r.set_adjusted_ci_level(x); });
+  cmp(a.significance_p, [&](double x) { r.set_significance_p(x); });
+  r.set_significant(a.significant);
+  if (!base && t.design != stats::Design::kNone) r.set_scope(stats::ScopeName(t.scope));
+  if (!base && *stats::DesignName(t.design) != '\0') r.set_design(stats::DesignName(t.design));
+  if (!base) {
+    r.set_units_base(static_cast<uint32_t>(t.base_units));
+    r.set_units_other(static_cast<uint32_t>(t.other_units));
+    r.set_shared_boots(static_cast<uint32_t>(t.shared_boots));
+  }
+  cmp(a.welch.t, [&](double x) { r.set_welch_t(x); });
+  cmp(a.welch.df, [&](double x) { r.set_welch_df(x); });
+  cmp(a.welch.p, [&](double x) { r.set_welch_p(x); });
+  cmp(a.mwu.u, [&](double x) { r.set_mwu_u(x); });
+  cmp(a.mwu.p, [&](double x) { r.set_mwu_p(x); });
+  cmp(a.hl.shift, [&](double x) { r.set_hl_shift(x); });
+  cmp(a.hl.ci_low, [&](double x) { r.set_hl_ci_low(x); });
+  cmp(a.hl.ci_high, [&](double x) { r.set_hl_ci_high(x); });
+  const stats::BootstrapInterval& b = a.bootstrap;
+  cmp(b.bca_low ? b.bca_low : b.percentile_low, [&](double x) { r.set_bootstrap_ci_low(x); });
+  cmp(b.bca_high ? b.bca_high : b.percentile_high, [&](double x) { r.set_bootstrap_ci_high(x); });
+  r.set_bootstrap_ci_method(b.bca_low ? "bca" : b.percentile_low ? "percentile" : "");
+  put(a.variance.between, [&](double x) { r.set_var_between_boots(x); });
+  put(a.variance.within, [&](double x) { r.set_var_within_boots(x); });
+  put(a.variance.between_share, [&](double x) { r.set_between_boot_share(x); });
+  cmp(a.log_ratio_components.interaction, [&](double x) { r.set_log_ratio_var_between_boots(x); });
+  if (!base) r.set_verdict(VerdictName(a.verdict));
+  if (a.advice.iterations_per_boot) r.set_recommend_iterations(*a.advice.iterations_per_boot);
+  if (a.advice.boots) r.set_recommend_boots(*a.advice.boots);
+  put(a.advice.expected_half_width_pct, [&](double x) { r.set_expected_ci_half_width_pct(x); });
+  std::string notes = absl::StrJoin(a.notes, "; ");
+  if (!s.why_undefined.empty()) {
+    notes = notes.empty() ? s.why_undefined : absl::StrCat(notes, "; ", s.why_undefined);
+  }
+  r.set_notes(notes);
+  r.set_ceiling(a.ceiling);
+  r.set_hosts(a.hosts);
+  r.set_excluded(a.excluded);
+  for (const std::string& note : a.notes) r.add_note_lines(note);
+  return r;
 }
 
 }  // namespace
@@ -152,7 +240,10 @@ v1::Report ReportFromComparison(const Comparison& comparison) {
       if (RowShows(row, higher)) *group->add_stats() = BuildStat(row, g.arms, higher);
     }
     for (size_t i = 1; i < g.arms.size(); ++i) *group->add_verdicts() = BuildVerdict(g.arms[i]);
+    for (const ArmResult& arm : g.arms) *group->add_records() = BuildRecord(comparison, g, arm);
   }
+  report.set_rows(static_cast<uint32_t>(comparison.rows));
+  report.set_ceilings(comparison.ceilings);
   AddArmHostsToReport(comparison, &report);
   return report;
 }
@@ -196,89 +287,8 @@ absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Samp
   v1::CompareResponse response;
   *response.mutable_report() = ReportFromComparison(*comparison);
   response.mutable_report()->set_title(title);
-  // Until there are samples the plain table (arm names, no rows) stands in for the text.
-  response.set_text(comparison->groups.empty() ? RenderText(response.report())
-                                               : RenderComparisonText(*comparison, title));
+  response.set_text(RenderReportText(response.report()));
   return response;
-}
-
-namespace {
-
-std::string PadRight(const std::string& s, size_t width) {
-  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
-}
-
-std::string PadLeft(const std::string& s, size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
-}
-
-// A cell of a report that did not come from BuildReport may lack columns; print those
-// as undefined rather than read past the end.
-std::string Cell(const v1::Report::Stat& stat, int i) {
-  const bool defined = i < stat.values_size() && i < stat.defined_size() && stat.defined(i);
-  const std::string value =
-      defined ? absl::StrFormat("%12.2f", stat.values(i)) : absl::StrFormat("%12s", "NaN");
-  const std::string pct = PctDefined(stat, i) && i < stat.pct_diff_size()
-                              ? absl::StrFormat("%7.2f", stat.pct_diff(i))
-                              : absl::StrFormat("%7s", "NaN");
-  return absl::StrCat(value, " (", pct, "%)");
-}
-
-std::string GroupLabel(const v1::Report::Group& group) {
-  if (group.param_name().empty()) return group.param_value();
-  return absl::StrCat(group.param_name(), "=", group.param_value());
-}
-
-std::string MetricTitle(const v1::Report::Group& group) {
-  const char* direction =
-      group.better() == v1::BETTER_LOWER ? "lower is better" : "higher is better";
-  if (group.unit().empty()) return absl::StrCat(group.metric(), " (", direction, ")");
-  return absl::StrCat(group.metric(), " (", group.unit(), ", ", direction, ")");
-}
-
-}  // namespace
-
-std::string RenderText(const v1::Report& report) {
-  // Every width is measured from what is printed, so long arm names, long sweep labels and
-  // huge values all stay aligned.
-  const int num_arms = report.arms_size();
-  std::vector<size_t> column(num_arms, 0);
-  for (int i = 0; i < num_arms; ++i) column[i] = report.arms(i).size();
-  size_t stat_width = 0;
-  size_t label_width = 0;
-  for (const v1::Report::Group& group : report.groups()) {
-    label_width = std::max(label_width, GroupLabel(group).size());
-    for (const v1::Report::Stat& stat : group.stats()) {
-      stat_width = std::max(stat_width, stat.name().size());
-      for (int i = 0; i < num_arms; ++i) {
-        column[i] = std::max(column[i], Cell(stat, i).size());
-      }
-    }
-  }
-  stat_width += 2;  // as compare-kernels: "CoeffVar" still gets two spaces before the label
-
-  std::string out;
-  if (!report.title().empty()) absl::StrAppend(&out, report.title(), "\n\n");
-  std::string header(stat_width + label_width, ' ');
-  for (int i = 0; i < num_arms; ++i)
-    absl::StrAppend(&header, " ", PadLeft(report.arms(i), column[i]));
-  const std::string* current_metric = nullptr;
-  for (const v1::Report::Group& group : report.groups()) {
-    if (current_metric == nullptr || *current_metric != group.metric()) {
-      if (current_metric != nullptr) out += "\n";
-      absl::StrAppend(&out, MetricTitle(group), "\n", header, "\n");
-      current_metric = &group.metric();
-    }
-    const std::string label = PadRight(GroupLabel(group), label_width);
-    for (const v1::Report::Stat& stat : group.stats()) {
-      std::string line = PadRight(stat.name(), stat_width) + label;
-      for (int i = 0; i < num_arms; ++i) {
-        absl::StrAppend(&line, " ", PadLeft(Cell(stat, i), column[i]));
-      }
-      absl::StrAppend(&out, line, "\n");
-    }
-  }
-  return out;
 }
 
 }  // namespace tlbfleet::report

@@ -35,18 +35,12 @@ absl::StatusOr<v1::Report> BuildReport(const std::vector<v1::Sample>& samples,
 absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareRequest& request);
 
 // What the Compare RPC answers for a run's samples: the Report (with `title`) and its text
-// (RenderComparisonText; the plain table while there are no samples). `options.arm_order`
+// (RenderReportText). `options.arm_order`
 // is the run's arms, baseline first; `spec` (when given) adds each arm's flush ceiling
 // (AttachArmCeilings). Errors as Compare.
 absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
                                                       const CompareOptions& options,
                                                       const std::string& title,
                                                       const v1::RunSpec* spec = nullptr);
-
-// Renders the report as compare-kernels text: a header with the arm names, then per group
-// a title line "<metric> (<unit>, higher is better)" and rows like
-//   Hmean    threads=1     6395.44 (   0.00%)     6789.09 (   6.16%)
-// Values print as %12.2f followed by " (%7.2f%%)"; an undefined value prints "NaN" padded.
-std::string RenderText(const v1::Report& report);
 
 }  // namespace tlbfleet::report

@@ -7,13 +7,23 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "controller/report/compare.h"
 #include "controller/report/render.h"
 #include "controller/stats/bootstrap.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace tlbfleet::report {
 namespace {
+
+// The comparison as the one message every format renders.
+v1::Report Titled(const Comparison& c, const std::string& title = "") {
+  v1::Report report = ReportFromComparison(c);
+  report.set_title(title);
+  return report;
+}
 
 using stats::Direction;
 using ::testing::ElementsAre;
@@ -344,11 +354,11 @@ TEST(CompareTest, DegenerateArmsGiveUnknownNotCrash) {
   EXPECT_FALSE(one.significant);
   EXPECT_EQ(Arm(*c, 0, 2).verdict, Verdict::kUnknown);
   EXPECT_FALSE(Arm(*c, 0, 2).test.ratio.has_value());
-  const std::string json = RenderComparisonJson(*c);
+  const std::string json = RenderReportJson(Titled(*c));
   EXPECT_THAT(json, Not(HasSubstr(": nan")));
   EXPECT_THAT(json, Not(HasSubstr(": inf")));
-  EXPECT_THAT(json, HasSubstr("\"arm\": \"nan\", \"param\": \"threads=1\""));
-  EXPECT_THAT(RenderComparisonText(*c), HasSubstr("NaN (    NaN%)"));
+  EXPECT_THAT(json, HasSubstr("\"arm\": \"nan\",\n     \"param\": \"threads=1\""));
+  EXPECT_THAT(RenderReportText(Titled(*c)), HasSubstr("NaN (    NaN%)"));
 }
 
 TEST(CompareTest, EmptyArmsAndConstantArms) {
@@ -363,7 +373,7 @@ TEST(CompareTest, EmptyArmsAndConstantArms) {
   EXPECT_EQ(Arm(*c, 0, 0).summary.why_undefined, "no samples");
   EXPECT_EQ(Arm(*c, 0, 1).verdict, Verdict::kUnknown);
   EXPECT_EQ(Arm(*c, 0, 1).test.why_undefined, "an arm has no samples");
-  EXPECT_THAT(RenderComparisonText(*c),
+  EXPECT_THAT(RenderReportText(Titled(*c)),
               HasSubstr("Hmean      threads=1          NaN (    NaN%)         7.00 (    NaN%)"));
 
   options.arm_order = {"flat", "flat2"};
@@ -385,51 +395,36 @@ TEST(RenderTest, JsonHasEveryFieldAndNullComparisonsForTheBaseline) {
   Add(&obs, "new", 103, 3, 4, 1, 1);
   absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
   ASSERT_TRUE(c.ok());
-  const std::string json = RenderComparisonJson(*c);
-  for (const char* field : {"arm",
-                            "param",
-                            "metric",
-                            "n",
-                            "boots",
-                            "min",
-                            "max",
-                            "amean",
-                            "hmean",
-                            "gmean",
-                            "stddev",
-                            "coeffvar",
-                            "bamean95",
-                            "pct_diff",
-                            "welch_t",
-                            "welch_df",
-                            "welch_p",
-                            "mwu_u",
-                            "mwu_p",
-                            "hl_shift",
-                            "hl_ci_low",
-                            "hl_ci_high",
-                            "ratio",
-                            "ratio_ci_low",
-                            "ratio_ci_high",
-                            "var_between_boots",
-                            "var_within_boots",
-                            "verdict",
-                            "recommend_iterations",
-                            "recommend_boots"}) {
-    EXPECT_THAT(json, HasSubstr(std::string("\"") + field + "\": ")) << field;
+  // JSON is the Report message in protobuf's JSON mapping: it parses back to the same
+  // message, and each record has every field, the baseline's comparison fields unset.
+  const std::string json = RenderReportJson(Titled(*c));
+  v1::Report parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, Titled(*c)));
+  ASSERT_EQ(parsed.groups_size(), 1);
+  ASSERT_EQ(parsed.groups(0).records_size(), 2);
+  const v1::Report::Record& base = parsed.groups(0).records(0);
+  const v1::Report::Record& other = parsed.groups(0).records(1);
+  EXPECT_EQ(base.arm(), "base");
+  EXPECT_EQ(base.param(), "threads=1");
+  EXPECT_EQ(base.n(), 12u);
+  EXPECT_EQ(base.boots(), 3u);
+  EXPECT_TRUE(base.has_hmean() && base.has_gmean() && base.has_stddev() && base.has_bamean95());
+  EXPECT_FALSE(base.has_pct_diff());
+  EXPECT_FALSE(base.has_welch_p());
+  EXPECT_FALSE(base.has_ratio_ci_low());
+  EXPECT_FALSE(base.has_verdict());
+  EXPECT_EQ(other.verdict(), "better");
+  for (bool has :
+       {other.has_pct_diff(), other.has_welch_t(), other.has_welch_df(), other.has_welch_p(),
+        other.has_mwu_u(), other.has_mwu_p(), other.has_hl_shift(), other.has_hl_ci_low(),
+        other.has_hl_ci_high(), other.has_ratio(), other.has_ratio_ci_low(),
+        other.has_ratio_ci_high(), other.has_var_between_boots(), other.has_var_within_boots(),
+        other.has_recommend_iterations(), other.has_recommend_boots()}) {
+    EXPECT_TRUE(has);
   }
-  const size_t second = json.find("\"arm\": \"new\"");
-  ASSERT_NE(second, std::string::npos);
-  const std::string base = json.substr(0, second);
-  EXPECT_THAT(base, HasSubstr("\"pct_diff\": null"));
-  EXPECT_THAT(base, HasSubstr("\"welch_p\": null"));
-  EXPECT_THAT(base, HasSubstr("\"ratio_ci_low\": null"));
-  EXPECT_THAT(base, HasSubstr("\"verdict\": null"));
-  EXPECT_THAT(base, HasSubstr("\"n\": 12, \"boots\": 3"));
-  EXPECT_THAT(json.substr(second), HasSubstr("\"verdict\": \"better\""));
-  EXPECT_THAT(json, testing::StartsWith("[\n  {\"arm\": \"base\", \"param\": \"threads=1\""));
 
-  const std::string csv = RenderComparisonCsv(*c);
+  const std::string csv = RenderReportCsv(Titled(*c));
   EXPECT_THAT(csv, testing::StartsWith("arm,param,param_name,param_value,metric,unit,better,n,"));
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 }
@@ -446,7 +441,7 @@ TEST(RenderTest, TextTableMarksSignificantDifferences) {
   }
   absl::StatusOr<Comparison> c = Compare(obs, CompareOptions{});
   ASSERT_TRUE(c.ok());
-  const std::string text = RenderComparisonText(*c, "ebizzy");
+  const std::string text = RenderReportText(Titled(*c, "ebizzy"));
   const std::string kTable =
       "ebizzy\n"
       "\n"
@@ -514,7 +509,7 @@ TEST(WorkedExampleTest, EbizzyFiguresInTheDocs) {
   EXPECT_EQ(malloc2.verdict, Verdict::kBetter);
   EXPECT_NEAR(*malloc2.test.p, 0.019028, 5e-7);
   EXPECT_NEAR(*malloc2.ratio_ci_low, 1.04211, 5e-6);
-  EXPECT_THAT(RenderComparisonText(*c),
+  EXPECT_THAT(RenderReportText(Titled(*c)),
               HasSubstr("Hmean      threads=1      3648.44 (   0.00%)      5103.89 *  39.89%*\n"));
 }
 
@@ -570,10 +565,10 @@ TEST(WorkedExampleTest, VmLabSixBootsPairedAgainstUnpaired) {
   EXPECT_NEAR(*u.ratio_ci_high, 1.47664, 5e-6);
   EXPECT_NEAR(*u.test.p, 0.59876, 5e-6);
   EXPECT_EQ(p.verdict, Verdict::kUnknown);
-  EXPECT_THAT(RenderComparisonText(*paired),
+  EXPECT_THAT(RenderReportText(Titled(*paired)),
               HasSubstr("ceiling-512  unknown  ratio 1.0785 [0.9013, 1.2906]  p 0.3286  q 0.3286  "
                         "across-boots, paired over 6 boots\n"));
-  EXPECT_THAT(RenderComparisonText(*unpaired),
+  EXPECT_THAT(RenderReportText(Titled(*unpaired)),
               HasSubstr("ratio 1.0785 [0.7877, 1.4766]  p 0.5988  q 0.5988  across-boots, 6 + 6 "
                         "boots\n"));
 }
@@ -605,7 +600,7 @@ TEST(WorkedExampleTest, SimulatedBootsFiguresInTheDocs) {
   ASSERT_TRUE(obs.ok()) << obs.status();
   absl::StatusOr<Comparison> c = Compare(*obs, CompareOptions{});
   ASSERT_TRUE(c.ok());
-  const std::string text = RenderComparisonText(*c);
+  const std::string text = RenderReportText(Titled(*c));
   EXPECT_THAT(text, HasSubstr("threads=1  mmap  baseline\n    - 93 % of this arm's variance is "
                               "between boots: add boots, not iterations\n"));
   EXPECT_THAT(text, HasSubstr("threads=1  malloc  better  ratio 1.0325 [1.0168, 1.0485]  p "

@@ -1,61 +1,21 @@
 #include "controller/report/render.h"
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <optional>
 #include <string>
-#include <utility>
-#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/json.h"
 #include "controller/report/arm_hosts.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace tlbfleet::report {
 namespace {
 
-using stats::Direction;
-
-// --- text ---------------------------------------------------------------------------------
-
-struct TextRow {
-  const char* name;
-  bool headline;  // marked '*' when significant
-  bool spread;    // pct_diff reads lower-is-better whatever the metric
-  std::function<std::optional<double>(const stats::Summary&)> value;
-};
-
-std::vector<TextRow> RowsFor(Direction direction) {
-  std::vector<TextRow> rows = {
-      {"Min", false, false, [](const stats::Summary& s) { return s.min; }}};
-  if (direction == Direction::kHigherIsBetter) {
-    rows.push_back({"Hmean", true, false, [](const stats::Summary& s) { return s.hmean; }});
-  } else {
-    rows.push_back({"Amean", true, false, [](const stats::Summary& s) { return s.amean; }});
-  }
-  rows.push_back({"Stddev", false, true, [](const stats::Summary& s) { return s.stddev; }});
-  rows.push_back({"CoeffVar", false, true, [](const stats::Summary& s) { return s.coeffvar; }});
-  rows.push_back({"Max", false, false, [](const stats::Summary& s) { return s.max; }});
-  rows.push_back({"BAmean-99", false, false, [](const stats::Summary& s) { return s.bamean99; }});
-  rows.push_back({"BAmean-95", false, false, [](const stats::Summary& s) { return s.bamean95; }});
-  return rows;
-}
-
-std::string Cell(const TextRow& row, const GroupResult& group, size_t i) {
-  const std::optional<double> base = row.value(group.arms[0].summary);
-  const std::optional<double> value = row.value(group.arms[i].summary);
-  const Direction sense = row.spread ? Direction::kLowerIsBetter : group.direction;
-  std::optional<double> pct;
-  if (base && value) pct = stats::PctDiff(*base, *value, sense);
-  const std::string v = value ? absl::StrFormat("%12.2f", *value) : absl::StrFormat("%12s", "NaN");
-  const std::string p = pct ? absl::StrFormat("%7.2f", *pct) : absl::StrFormat("%7s", "NaN");
-  if (row.headline && group.arms[i].significant) return absl::StrCat(v, " *", p, "%*");
-  return absl::StrCat(v, " (", p, "%)");
-}
+using v1::Report;
 
 std::string Pad(const std::string& s, size_t width, bool left) {
   if (s.size() >= width) return s;
@@ -63,244 +23,233 @@ std::string Pad(const std::string& s, size_t width, bool left) {
   return left ? fill + s : s + fill;
 }
 
-std::string Num(const std::optional<double>& v) { return v ? absl::StrFormat("%.4g", *v) : "n/a"; }
+std::string Num(bool has, double v) { return has ? absl::StrFormat("%.4g", v) : "n/a"; }
 
 std::string Ratio(double v) { return absl::StrFormat("%.4f", v); }
 
-std::string VerdictLine(const ArmResult& arm) {
-  std::string line = absl::StrCat(arm.arm, "  ", VerdictName(arm.verdict));
-  if (arm.verdict == Verdict::kBaseline) return line;
-  const stats::RatioTest& t = arm.test;
-  if (t.ratio) {
-    absl::StrAppend(&line, "  ratio ", Ratio(*t.ratio));
-    if (arm.ratio_ci_low && arm.ratio_ci_high) {
-      absl::StrAppend(&line, " [", Ratio(*arm.ratio_ci_low), ", ", Ratio(*arm.ratio_ci_high), "]");
+std::string SweepLabelOf(const Report::Group& group) {
+  if (group.param_name().empty()) return group.param_value();
+  return absl::StrCat(group.param_name(), "=", group.param_value());
+}
+
+std::string MetricTitle(const Report::Group& group) {
+  const char* direction =
+      group.better() == v1::BETTER_LOWER ? "lower is better" : "higher is better";
+  if (group.unit().empty()) return absl::StrCat(group.metric(), " (", direction, ")");
+  return absl::StrCat(group.metric(), " (", group.unit(), ", ", direction, ")");
+}
+
+// Whether pct_diff[i] means something: both values defined, and a zero baseline only against
+// a zero value (compare.h).
+bool PctDefined(const Report::Stat& stat, int i) {
+  if (stat.defined_size() <= i || !stat.defined(0) || !stat.defined(i)) return false;
+  return stat.values(0) != 0 || stat.values(i) == 0;
+}
+
+bool Significant(const Report::Group& group, int arm) {
+  return arm < group.records_size() && group.records(arm).significant();
+}
+
+// A cell of a report that did not come from ReportFromComparison may lack columns; print those
+// as undefined rather than read past the end.
+std::string Cell(const Report::Group& group, const Report::Stat& stat, int i) {
+  const bool defined = i < stat.values_size() && i < stat.defined_size() && stat.defined(i);
+  const std::string value =
+      defined ? absl::StrFormat("%12.2f", stat.values(i)) : absl::StrFormat("%12s", "NaN");
+  const std::string pct = PctDefined(stat, i) && i < stat.pct_diff_size()
+                              ? absl::StrFormat("%7.2f", stat.pct_diff(i))
+                              : absl::StrFormat("%7s", "NaN");
+  if (stat.headline() && Significant(group, i)) return absl::StrCat(value, " *", pct, "%*");
+  return absl::StrCat(value, " (", pct, "%)");
+}
+
+const Report::Verdict* VerdictOf(const Report::Group& group, const std::string& arm) {
+  for (const Report::Verdict& v : group.verdicts()) {
+    if (v.arm() == arm) return &v;
+  }
+  return nullptr;
+}
+
+std::string VerdictLine(const Report::Group& group, const std::string& arm) {
+  const Report::Verdict* v = VerdictOf(group, arm);
+  if (v == nullptr) return absl::StrCat(arm, "  baseline");
+  std::string line = absl::StrCat(arm, "  ", v->verdict());
+  if (v->has_ratio()) {
+    absl::StrAppend(&line, "  ratio ", Ratio(v->ratio()));
+    if (v->has_ci_low() && v->has_ci_high()) {
+      absl::StrAppend(&line, " [", Ratio(v->ci_low()), ", ", Ratio(v->ci_high()), "]");
     }
   }
-  if (t.p) absl::StrAppend(&line, "  p ", Num(t.p), "  q ", Num(arm.q));
-  if (t.design != stats::Design::kNone) {
-    absl::StrAppend(&line, "  ", stats::ScopeName(t.scope));
-    switch (t.design) {
-      case stats::Design::kPairedBoots:
-        absl::StrAppend(&line, ", paired over ", t.other_units, " boots");
-        break;
-      case stats::Design::kUnpairedBoots:
-        absl::StrAppend(&line, ", ", t.base_units, " + ", t.other_units, " boots");
-        break;
-      case stats::Design::kPairedIterations:
-        absl::StrAppend(&line, ", paired over ", t.other_units, " iterations");
-        break;
-      default:
-        break;
+  if (v->has_p())
+    absl::StrAppend(&line, "  p ", Num(true, v->p()), "  q ", Num(v->has_q(), v->q()));
+  if (!v->design().empty()) {
+    absl::StrAppend(&line, "  ", v->scope());
+    if (v->design() == "paired-boots") {
+      absl::StrAppend(&line, ", paired over ", v->units_other(), " boots");
+    } else if (v->design() == "unpaired-boots") {
+      absl::StrAppend(&line, ", ", v->units_base(), " + ", v->units_other(), " boots");
+    } else if (v->design() == "paired-iterations") {
+      absl::StrAppend(&line, ", paired over ", v->units_other(), " iterations");
     }
   }
   return line;
 }
 
 // The cross-checks on all samples, one line.
-std::string PooledLine(const ArmResult& arm) {
-  std::string line =
-      absl::StrCat("pooled samples: Welch p ", Num(arm.welch.p), ", MWU p ", Num(arm.mwu.p));
-  if (arm.hl.shift) {
-    absl::StrAppend(&line, ", HL shift ", Num(arm.hl.shift), " [", Num(arm.hl.ci_low), ", ",
-                    Num(arm.hl.ci_high), "]");
+std::string PooledLine(const Report::Record& r) {
+  std::string line = absl::StrCat("pooled samples: Welch p ", Num(r.has_welch_p(), r.welch_p()),
+                                  ", MWU p ", Num(r.has_mwu_p(), r.mwu_p()));
+  if (r.has_hl_shift()) {
+    absl::StrAppend(&line, ", HL shift ", Num(true, r.hl_shift()), " [",
+                    Num(r.has_hl_ci_low(), r.hl_ci_low()), ", ",
+                    Num(r.has_hl_ci_high(), r.hl_ci_high()), "]");
   }
   return line;
 }
 
-std::string VerdictsHeader(const Comparison& c) {
+std::string VerdictsHeader(const Report& report) {
   std::string head = absl::StrFormat(
       "Verdicts: ratio of geometric means, other / baseline (not the Hmean/Amean above), %g %% "
       "intervals",
-      100 * c.level);
-  if (!c.adjusted) return head + "; q = p (unadjusted)";
-  if (c.rows > 1) {
-    return absl::StrCat(head, "; q: p adjusted over ", c.rows, " rows (Benjamini–Hochberg)");
+      100 * report.level());
+  if (!report.adjusted()) return head + "; q = p (unadjusted)";
+  if (report.rows() > 1) {
+    return absl::StrCat(head, "; q: p adjusted over ", report.rows(), " rows (Benjamini–Hochberg)");
   }
   return head;
 }
 
-std::string MetricTitle(const GroupResult& g) {
-  const char* direction =
-      g.direction == Direction::kLowerIsBetter ? "lower is better" : "higher is better";
-  if (g.unit.empty()) return absl::StrCat(g.metric, " (", direction, ")");
-  return absl::StrCat(g.metric, " (", g.unit, ", ", direction, ")");
-}
-
-// --- records (JSON, CSV) ------------------------------------------------------------------
-
-// A record's field: a number (nullopt = null), a string, or a boolean.
-using Field = std::variant<std::optional<double>, std::string, bool>;
-
-std::vector<std::pair<const char*, Field>> Record(const Comparison& c, const GroupResult& g,
-                                                  const ArmResult& a) {
-  const bool base = a.verdict == Verdict::kBaseline;
-  auto cmp = [base](const std::optional<double>& v) -> Field {
-    return base ? std::optional<double>() : v;
-  };
-  auto cmp_text = [base](const std::string& text) -> Field {
-    if (base || text.empty()) return std::optional<double>();
-    return text;
-  };
-  auto count = [](size_t n) -> Field { return std::optional<double>(static_cast<double>(n)); };
-  auto cmp_count = [base](size_t n) -> Field {
-    return base ? std::optional<double>() : std::optional<double>(static_cast<double>(n));
-  };
-  auto opt_int = [](const std::optional<int>& v) -> Field {
-    return v ? std::optional<double>(*v) : std::nullopt;
-  };
-  const stats::Summary& s = a.summary;
-  const stats::RatioTest& t = a.test;
-  std::string notes = absl::StrJoin(a.notes, "; ");
-  if (!s.why_undefined.empty())
-    notes = notes.empty() ? s.why_undefined : notes + "; " + s.why_undefined;
-  const bool higher = g.direction == Direction::kHigherIsBetter;
-  const char* bootstrap_method = a.bootstrap.bca_low          ? "bca"
-                                 : a.bootstrap.percentile_low ? "percentile"
-                                                              : "";
-  return {
-      {"arm", a.arm},
-      {"param", SweepLabel(g.param_name, g.param_value)},
-      {"param_name", g.param_name},
-      {"param_value", g.param_value},
-      {"metric", g.metric},
-      {"unit", g.unit},
-      {"better", std::string(higher ? "higher" : "lower")},
-      {"n", count(a.n)},
-      {"boots", count(a.boots)},
-      {"min", s.min},
-      {"max", s.max},
-      {"amean", s.amean},
-      {"hmean", s.hmean},
-      {"gmean", s.gmean},
-      {"stddev", s.stddev},
-      {"coeffvar", s.coeffvar},
-      {"bamean95", s.bamean95},
-      {"bamean99", s.bamean99},
-      {"mean_of_boot_means", a.mean_of_boot_means},
-      {"pct_diff", cmp(a.pct_diff)},
-      {"pct_diff_statistic", std::string(higher ? "hmean" : "amean")},
-      {"estimand", std::string("gmean_ratio")},
-      {"ratio", cmp(t.ratio)},
-      {"change_pct", cmp(a.change_pct)},
-      {"ratio_ci_low", cmp(a.ratio_ci_low)},
-      {"ratio_ci_high", cmp(a.ratio_ci_high)},
-      {"ci_level", std::optional<double>(c.level)},
-      {"ratio_ci_method", std::string(a.ratio_ci_method)},
-      {"p", cmp(t.p)},
-      {"q", cmp(a.q)},
-      {"same_p", cmp(t.same_p)},
-      {"same_q", cmp(a.same_q)},
-      {"margin", std::optional<double>(c.margin)},
-      {"adjusted", c.adjusted},
-      {"adjusted_ci_low", cmp(a.adjusted_ci_low)},
-      {"adjusted_ci_high", cmp(a.adjusted_ci_high)},
-      {"adjusted_ci_level",
-       cmp(a.adjusted_level > 0 ? std::optional<double>(a.adjusted_level) : std::nullopt)},
-      {"significance_p", cmp(a.significance_p)},
-      {"significant", a.significant},
-      {"scope", cmp_text(t.design == stats::Design::kNone ? "" : stats::ScopeName(t.scope))},
-      {"design", cmp_text(stats::DesignName(t.design))},
-      {"units_base", cmp_count(t.base_units)},
-      {"units_other", cmp_count(t.other_units)},
-      {"shared_boots", cmp_count(t.shared_boots)},
-      {"welch_t", cmp(a.welch.t)},
-      {"welch_df", cmp(a.welch.df)},
-      {"welch_p", cmp(a.welch.p)},
-      {"mwu_u", cmp(a.mwu.u)},
-      {"mwu_p", cmp(a.mwu.p)},
-      {"hl_shift", cmp(a.hl.shift)},
-      {"hl_ci_low", cmp(a.hl.ci_low)},
-      {"hl_ci_high", cmp(a.hl.ci_high)},
-      {"bootstrap_ci_low",
-       cmp(a.bootstrap.bca_low ? a.bootstrap.bca_low : a.bootstrap.percentile_low)},
-      {"bootstrap_ci_high",
-       cmp(a.bootstrap.bca_high ? a.bootstrap.bca_high : a.bootstrap.percentile_high)},
-      {"bootstrap_ci_method", std::string(bootstrap_method)},
-      {"var_between_boots", a.variance.between},
-      {"var_within_boots", a.variance.within},
-      {"between_boot_share", a.variance.between_share},
-      {"log_ratio_var_between_boots", cmp(a.log_ratio_components.interaction)},
-      {"verdict", cmp_text(base ? "" : VerdictName(a.verdict))},
-      {"recommend_iterations", opt_int(a.advice.iterations_per_boot)},
-      {"recommend_boots", opt_int(a.advice.boots)},
-      {"expected_ci_half_width_pct", a.advice.expected_half_width_pct},
-      {"notes", notes},
-      {"ceiling", a.ceiling},
-      {"hosts", a.hosts},
-      {"excluded", a.excluded},
-  };
-}
-
-std::string Number(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? absl::StrFormat("%.15g", *v) : "";
+// "hosts per arm: …" (at most 8 hosts named per arm) and a "left out: …" line per reason.
+std::string HostsText(const Report& report) {
+  constexpr int kMaxHostsPerArm = 8;
+  std::string out;
+  std::vector<std::string> per_arm;
+  for (const std::string& arm : report.arms()) {
+    std::vector<std::string> names;
+    int total = 0;
+    for (const Report::ArmHost& h : report.hosts()) {
+      if (h.arm() != arm) continue;
+      if (++total > kMaxHostsPerArm) continue;
+      names.push_back(absl::StrCat(HostWho(h.hostname(), h.agent_id(), h.machine_id()), " ",
+                                   CountOf(h.samples(), "sample"), ", ",
+                                   CountOf(h.boots(), "boot")));
+    }
+    if (total == 0) continue;
+    if (total > kMaxHostsPerArm)
+      names.push_back(absl::StrCat("and ", total - kMaxHostsPerArm, " more"));
+    per_arm.push_back(absl::StrCat(arm, " ", absl::StrJoin(names, ", ")));
+  }
+  if (!per_arm.empty())
+    absl::StrAppend(&out, "hosts per arm: ", absl::StrJoin(per_arm, "; "), "\n");
+  for (const Report::Excluded& e : report.excluded()) {
+    absl::StrAppend(&out, "left out: ", CountOf(e.samples(), "sample"), " of ",
+                    HostWho(e.hostname(), e.agent_id(), e.machine_id()),
+                    ", kept for the record: ", e.reason(), "\n");
+  }
+  return out;
 }
 
 std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
 
+// The record's column fields (the singular ones), in declaration order.
+std::vector<const google::protobuf::FieldDescriptor*> Columns() {
+  const google::protobuf::Descriptor* d = Report::Record::descriptor();
+  std::vector<const google::protobuf::FieldDescriptor*> out;
+  for (int i = 0; i < d->field_count(); ++i) {
+    if (!d->field(i)->is_repeated()) out.push_back(d->field(i));
+  }
+  return out;
+}
+
+std::string CsvCell(const Report::Record& r, const google::protobuf::FieldDescriptor* f) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* reflection = r.GetReflection();
+  if (f->has_presence() && !reflection->HasField(r, f)) return "";
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrFormat("%.15g", reflection->GetDouble(r, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(reflection->GetUInt32(r, f));
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(reflection->GetInt32(r, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return reflection->GetBool(r, f) ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_STRING:
+      return CsvField(reflection->GetString(r, f));
+    default:
+      return "";  // no other types among the record's columns
+  }
+}
+
 }  // namespace
 
-std::string RenderComparisonText(const Comparison& comparison, const std::string& title) {
+std::string RenderReportText(const Report& report) {
+  // Every width is measured from what is printed, so long arm names, long sweep labels and
+  // huge values all stay aligned.
+  const int num_arms = report.arms_size();
   std::string out;
-  if (!title.empty()) absl::StrAppend(&out, title, "\n\n");
-  if (!comparison.ceilings.empty()) absl::StrAppend(&out, comparison.ceilings, "\n");
-  absl::StrAppend(&out, RenderArmHostsText(comparison));
-  size_t g = 0;
-  while (g < comparison.groups.size()) {
+  if (!report.title().empty()) absl::StrAppend(&out, report.title(), "\n\n");
+  if (!report.ceilings().empty()) absl::StrAppend(&out, report.ceilings(), "\n");
+  absl::StrAppend(&out, HostsText(report));
+  int g = 0;
+  const int groups = report.groups_size();
+  while (g < groups) {
     // One metric: its groups are contiguous.
-    size_t end = g;
-    while (end < comparison.groups.size() &&
-           comparison.groups[end].metric == comparison.groups[g].metric) {
-      ++end;
-    }
-    const std::vector<TextRow> rows = RowsFor(comparison.groups[g].direction);
-    const size_t num_arms = comparison.arms.size();
+    int end = g;
+    while (end < groups && report.groups(end).metric() == report.groups(g).metric()) ++end;
     std::vector<size_t> column(num_arms);
-    for (size_t i = 0; i < num_arms; ++i) column[i] = comparison.arms[i].size();
-    size_t label_width = 0;
-    for (size_t k = g; k < end; ++k) {
-      const GroupResult& group = comparison.groups[k];
-      label_width = std::max(label_width, SweepLabel(group.param_name, group.param_value).size());
-      for (const TextRow& row : rows) {
-        for (size_t i = 0; i < num_arms; ++i) {
-          column[i] = std::max(column[i], Cell(row, group, i).size());
+    for (int i = 0; i < num_arms; ++i) column[i] = report.arms(i).size();
+    size_t label_width = 0, stat_width = 0;
+    for (int k = g; k < end; ++k) {
+      const Report::Group& group = report.groups(k);
+      label_width = std::max(label_width, SweepLabelOf(group).size());
+      for (const Report::Stat& stat : group.stats()) {
+        stat_width = std::max(stat_width, stat.name().size());
+        for (int i = 0; i < num_arms; ++i) {
+          column[i] = std::max(column[i], Cell(group, stat, i).size());
         }
       }
     }
-    const size_t stat_width = 11;  // "BAmean-99" plus two spaces
+    stat_width += 2;  // as compare-kernels: "BAmean-99" still gets two spaces before the label
     if (g > 0) out += "\n";
-    absl::StrAppend(&out, MetricTitle(comparison.groups[g]), "\n",
+    absl::StrAppend(&out, MetricTitle(report.groups(g)), "\n",
                     std::string(stat_width + label_width, ' '));
-    for (size_t i = 0; i < num_arms; ++i) {
-      absl::StrAppend(&out, " ", Pad(comparison.arms[i], column[i], true));
-    }
+    for (int i = 0; i < num_arms; ++i)
+      absl::StrAppend(&out, " ", Pad(report.arms(i), column[i], true));
     out += "\n";
-    for (size_t k = g; k < end; ++k) {
-      const GroupResult& group = comparison.groups[k];
-      const std::string label =
-          Pad(SweepLabel(group.param_name, group.param_value), label_width, false);
-      for (const TextRow& row : rows) {
-        std::string line = Pad(row.name, stat_width, false) + label;
-        for (size_t i = 0; i < num_arms; ++i) {
-          absl::StrAppend(&line, " ", Pad(Cell(row, group, i), column[i], true));
+    bool records = false;
+    for (int k = g; k < end; ++k) {
+      const Report::Group& group = report.groups(k);
+      records = records || group.records_size() > 0;
+      const std::string label = Pad(SweepLabelOf(group), label_width, false);
+      for (const Report::Stat& stat : group.stats()) {
+        std::string line = Pad(stat.name(), stat_width, false) + label;
+        for (int i = 0; i < num_arms; ++i) {
+          absl::StrAppend(&line, " ", Pad(Cell(group, stat, i), column[i], true));
         }
         absl::StrAppend(&out, line, "\n");
       }
     }
-    absl::StrAppend(&out, "\n", VerdictsHeader(comparison), "\n");
-    for (size_t k = g; k < end; ++k) {
-      const GroupResult& group = comparison.groups[k];
-      const std::string label = SweepLabel(group.param_name, group.param_value);
-      for (const ArmResult& arm : group.arms) {
-        absl::StrAppend(&out, label.empty() ? "" : label + "  ", VerdictLine(arm), "\n");
-        for (const std::string& note : arm.notes) absl::StrAppend(&out, "    - ", note, "\n");
-        if (arm.verdict != Verdict::kBaseline)
-          absl::StrAppend(&out, "    - ", PooledLine(arm), "\n");
+    if (records) {
+      absl::StrAppend(&out, "\n", VerdictsHeader(report), "\n");
+      for (int k = g; k < end; ++k) {
+        const Report::Group& group = report.groups(k);
+        const std::string label = SweepLabelOf(group);
+        for (const Report::Record& r : group.records()) {
+          absl::StrAppend(&out, label.empty() ? "" : label + "  ", VerdictLine(group, r.arm()),
+                          "\n");
+          for (const std::string& note : r.note_lines()) {
+            absl::StrAppend(&out, "    - ", note, "\n");
+          }
+          if (VerdictOf(group, r.arm()) != nullptr) {
+            absl::StrAppend(&out, "    - ", PooledLine(r), "\n");
+          }
+        }
       }
     }
     g = end;
@@ -308,53 +257,29 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
   return out;
 }
 
-std::string RenderComparisonJson(const Comparison& comparison) {
-  std::vector<std::string> objects;
-  for (const GroupResult& g : comparison.groups) {
-    for (const ArmResult& a : g.arms) {
-      std::vector<std::string> members;
-      for (const auto& [name, field] : Record(comparison, g, a)) {
-        std::string value;
-        if (const auto* number = std::get_if<std::optional<double>>(&field)) {
-          value = Number(*number);
-          if (value.empty()) value = "null";
-        } else if (const auto* text = std::get_if<std::string>(&field)) {
-          value = JsonQuote(*text);
-        } else {
-          value = std::get<bool>(field) ? "true" : "false";
-        }
-        members.push_back(absl::StrCat("\"", name, "\": ", value));
-      }
-      objects.push_back(absl::StrCat("  {", absl::StrJoin(members, ", "), "}"));
-    }
+std::string RenderReportJson(const Report& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  if (!google::protobuf::util::MessageToJsonString(report, &out, options).ok()) {
+    return "{\"error\": \"cannot convert the report to JSON\"}\n";
   }
-  if (objects.empty()) return "[]\n";
-  return absl::StrCat("[\n", absl::StrJoin(objects, ",\n"), "\n]\n");
+  if (out.empty() || out.back() != '\n') out += '\n';
+  return out;
 }
 
-std::string RenderComparisonCsv(const Comparison& comparison) {
-  std::string out;
-  bool header = false;
-  for (const GroupResult& g : comparison.groups) {
-    for (const ArmResult& a : g.arms) {
-      const auto record = Record(comparison, g, a);
-      if (!header) {
-        std::vector<std::string> names;
-        for (const auto& [name, field] : record) names.push_back(name);
-        absl::StrAppend(&out, absl::StrJoin(names, ","), "\n");
-        header = true;
-      }
-      std::vector<std::string> values;
-      for (const auto& [name, field] : record) {
-        if (const auto* number = std::get_if<std::optional<double>>(&field)) {
-          values.push_back(Number(*number));
-        } else if (const auto* text = std::get_if<std::string>(&field)) {
-          values.push_back(CsvField(*text));
-        } else {
-          values.push_back(std::get<bool>(field) ? "true" : "false");
-        }
-      }
-      absl::StrAppend(&out, absl::StrJoin(values, ","), "\n");
+std::string RenderReportCsv(const Report& report) {
+  const std::vector<const google::protobuf::FieldDescriptor*> columns = Columns();
+  std::vector<std::string> names;
+  for (const auto* f : columns) names.push_back(f->name());
+  std::string out = absl::StrCat(absl::StrJoin(names, ","), "\n");
+  for (const Report::Group& group : report.groups()) {
+    for (const Report::Record& r : group.records()) {
+      std::vector<std::string> cells;
+      for (const auto* f : columns) cells.push_back(CsvCell(r, f));
+      absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
     }
   }
   return out;

@@ -1,25 +1,29 @@
 #pragma once
-// Renders a Comparison (comparison.h) for people (compare-kernels text plus verdicts) and
-// for programs (JSON, CSV: one record per metric, sweep value and arm).
+// Renders the comparison's one message, the proto Report (compare.h builds it once, where the
+// samples are), for people (compare-kernels text plus verdicts) and for programs (JSON: the
+// message in protobuf's JSON mapping; CSV: one record per metric, sweep value and arm). The
+// controller, the CLI and `compare --from-csv` all render this message; nothing here computes
+// a statistic.
 
 #include <string>
 
-#include "controller/report/comparison.h"
+#include "tlbfleet/v1/common.pb.h"
 
 namespace tlbfleet::report {
 
-// compare-kernels style: per metric a title and a header of arm names, then per sweep value
-// the rows Min, Hmean (higher-is-better) or Amean (lower-is-better), Stddev, CoeffVar, Max,
-// BAmean-99, BAmean-95, each cell "%12.2f (%7.2f%%)". The headline row's cell reads
-// "%12.2f *%7.2f%%*" when Welch's p < alpha. After each metric's table, a verdict line per
-// (sweep value, arm) with the ratio interval and tests, and its notes.
-std::string RenderComparisonText(const Comparison& comparison, const std::string& title = "");
+// compare-kernels style: the title, the "flush ceiling per arm" and "hosts per arm" lines, then
+// per metric a title and a header of arm names, then per sweep value the group's rows (Min,
+// Hmean or Amean, Stddev, CoeffVar, Max, BAmean-99, BAmean-95: Report.Group.stats), each cell
+// "%12.2f (%7.2f%%)", the headline row's "%12.2f *%7.2f%%*" where the arm's test is
+// significant. After each metric's table (when the report has records), a verdict line per
+// (sweep value, arm) with the ratio interval and tests, its notes and the pooled cross-checks.
+std::string RenderReportText(const v1::Report& report);
 
-// A JSON array, one object per (param, metric, arm), fields as docs/statistics.md lists
-// them; undefined values and the baseline's comparison fields are null.
-std::string RenderComparisonJson(const Comparison& comparison);
+// The Report in protobuf's JSON mapping (field names as in the .proto, defaults printed).
+std::string RenderReportJson(const v1::Report& report);
 
-// The same records as CSV with a header line; null is an empty field.
-std::string RenderComparisonCsv(const Comparison& comparison);
+// The records of every group (Report.Group.records) as CSV: a header of the record's column
+// fields, then a line per record; an unset field is an empty cell. RFC 4180 quoting.
+std::string RenderReportCsv(const v1::Report& report);
 
 }  // namespace tlbfleet::report

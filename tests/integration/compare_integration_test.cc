@@ -5,12 +5,16 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/http_client.h"
 
 namespace tlbfleet::testing {
 namespace {
@@ -103,6 +107,55 @@ TEST_F(CompareIntegrationTest, TheReportCarriesEachVerdictWithItsScope) {
   EXPECT_NE(response.text().find("within one boot: both arms were measured in one boot"),
             std::string::npos)
       << response.text();
+}
+
+// One report, computed once: what gRPC answers, what the dashboard reads over HTTP and what
+// `tlbfleet compare --format json` prints are the same message, field by field; CSV and text
+// are renderings of it.
+TEST_F(CompareIntegrationTest, TheCliTheDashboardAndGrpcGetTheSameReport) {
+  v1::CompareResponse grpc_response;
+  ASSERT_TRUE(Compare(Request(), &grpc_response).ok());
+  const v1::Report& report = grpc_response.report();
+  ASSERT_GT(report.groups_size(), 0);
+  ASSERT_EQ(report.groups(0).records_size(), 2);
+
+  const HttpResult http =
+      HttpCall(controller_->http_port(), "GET", "/api/v1/runs/" + *run_id_ + "/compare");
+  ASSERT_EQ(http.status, 200) << http.body;
+  v1::CompareResponse http_response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(http.body, &http_response).ok())
+      << http.body;
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(http_response.report(), report)) << diff;
+  EXPECT_EQ(http_response.text(), grpc_response.text());
+
+  std::string json;
+  ASSERT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare",
+                        *run_id_, "--format", "json"},
+                       &json),
+            0)
+      << json;
+  v1::Report cli;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &cli).ok()) << json;
+  diff.clear();
+  EXPECT_TRUE(differ.Compare(cli, report)) << diff;
+
+  std::string csv;
+  ASSERT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare",
+                        *run_id_, "--format", "csv"},
+                       &csv),
+            0);
+  size_t records = 0;
+  for (const v1::Report::Group& g : report.groups()) records += g.records_size();
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), records + 1) << csv;
+  std::string text;
+  ASSERT_EQ(
+      RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare", *run_id_},
+                 &text),
+      0);
+  EXPECT_EQ(text, grpc_response.text());
 }
 
 TEST_F(CompareIntegrationTest, BadVerdictOptionsAreInvalidArgumentNamingTheField) {

@@ -38,6 +38,7 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
           verdicts: [], // across runs there is no calibrated verdict (see above)
           boots: columns.map(() => 0),
           variance: [],
+          records: [],
         });
       }
       const merged = groups.get(key)!;
@@ -61,6 +62,8 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
               values: columns.map(() => 0),
               pctDiff: [],
               defined: columns.map(() => false),
+              spread: s.spread,
+              headline: s.headline,
             };
             merged.stats.push(stat);
           }
@@ -81,5 +84,7 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
     // Each run's hosts and left-out samples are its own report's: the page shows them per run.
     hosts: [],
     excluded: [],
+    rows: 0,
+    ceilings: "",
   };
 }
