@@ -160,6 +160,16 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                       "or none");
   compare->add_flag("--unadjusted", compare_flags.unadjusted,
                     "judge each row on its own p (default: Benjamini–Hochberg across rows)");
+  CLI::Option* compare_with =
+      compare->add_option("--with", compare_flags.with_run,
+                          "across runs: compare RUN's arms with this run's (arms named RUN:ARM)");
+  compare_with->excludes(compare_csv);
+  compare->add_option("--arm", compare_flags.arm, "with --with: only this arm of RUN")
+      ->needs(compare_with);
+  compare
+      ->add_option("--with-arm", compare_flags.with_arm,
+                   "with --with: only this arm of the other run")
+      ->needs(compare_with);
   AddFormatOption(compare, &format, {"text", "json", "csv"});
 
   std::vector<std::string> profile_arms;

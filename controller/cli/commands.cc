@@ -296,6 +296,9 @@ int Commands::Compare(const std::string& run_id, const CompareFlags& flags, Outp
   if (!flags.level.empty()) request.set_level(options->level);
   if (!flags.pairing.empty()) request.set_pairing(stats::PairingName(options->pairing));
   request.set_unadjusted(flags.unadjusted);
+  request.set_with_run_id(flags.with_run);
+  request.set_arm(flags.arm);
+  request.set_with_arm(flags.with_arm);
   v1::CompareResponse response;
   grpc::Status status = client_.Compare(request, &response);
   // An unknown baseline arm or an impossible pairing is INVALID_ARGUMENT (exit 2), so

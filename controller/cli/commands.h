@@ -33,6 +33,10 @@ struct CompareFlags {
   std::string level;        // confidence level: "95%" or 0.95; in (0, 1)
   std::string pairing;      // auto | boots | iterations | none
   bool unadjusted = false;  // each row on its own p (no Benjamini–Hochberg across rows)
+  // Across runs: the other run, and one arm of each ("" = every arm).
+  std::string with_run;
+  std::string arm;
+  std::string with_arm;
 };
 
 // Not thread-safe. Every referenced object must outlive the Commands.

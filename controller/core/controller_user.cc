@@ -9,6 +9,7 @@
 #include "controller/report/arm_ceilings.h"
 #include "controller/report/compare.h"
 #include "controller/report/comparison.h"
+#include "controller/report/cross_run.h"
 #include "controller/report/render.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/host_lost.h"
@@ -153,6 +154,37 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest
   const std::string& run_id = request.run_id();
   TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
   TLB_ASSIGN_OR_RETURN(report::CompareOptions options, report::CompareOptionsFromRequest(request));
+  if (!request.with_run_id().empty()) {
+    // Across runs: the same comparison over both runs' chosen arms (report/cross_run.h).
+    absl::StatusOr<v1::Run> other = store_.GetRun(request.with_run_id());
+    if (!other.ok()) {
+      return absl::Status(other.status().code(),
+                          absl::StrCat("with_run_id: ", other.status().message()));
+    }
+    TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
+    TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> other_samples,
+                         store_.GetSamples(request.with_run_id()));
+    TLB_ASSIGN_OR_RETURN(report::CrossRun merged,
+                         report::MergeRuns(run, std::move(samples), request.arm(), *other,
+                                           std::move(other_samples), request.with_arm()));
+    options.arm_order = merged.arm_order;
+    if (!options.baseline.empty() && std::find(merged.arm_order.begin(), merged.arm_order.end(),
+                                               options.baseline) == merged.arm_order.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("baseline: across runs the arms are ", absl::StrJoin(merged.arm_order, ", "),
+                       "; no arm is named \"", options.baseline, "\""));
+    }
+    TLB_ASSIGN_OR_RETURN(v1::CompareResponse response,
+                         report::CompareRunSamples(merged.samples, options, merged.title,
+                                                   &merged.spec, merged.note));
+    response.mutable_report()->set_run_id(run_id);
+    return response;
+  }
+  if (!request.arm().empty() || !request.with_arm().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(request.arm().empty() ? "with_arm" : "arm",
+                     ": only a comparison across runs (with_run_id) picks arms"));
+  }
   for (const v1::ArmSpec& arm : run.spec().arms()) options.arm_order.push_back(arm.name());
   if (!options.baseline.empty() && std::find(options.arm_order.begin(), options.arm_order.end(),
                                              options.baseline) == options.arm_order.end()) {

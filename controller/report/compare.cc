@@ -279,14 +279,22 @@ absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareReques
 absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
                                                       const CompareOptions& options,
                                                       const std::string& title,
-                                                      const v1::RunSpec* spec) {
+                                                      const v1::RunSpec* spec,
+                                                      const std::string& across_runs_note) {
   absl::StatusOr<Comparison> comparison = Compare(ObservationsFromSamples(samples), options);
   if (!comparison.ok()) return comparison.status();
+  if (!across_runs_note.empty()) {
+    for (GroupResult& group : comparison->groups) {
+      for (size_t i = 1; i < group.arms.size(); ++i)
+        group.arms[i].notes.push_back(across_runs_note);
+    }
+  }
   if (spec != nullptr) AttachArmCeilings(samples, *spec, &*comparison);
   AttachArmHosts(samples, &*comparison);
   v1::CompareResponse response;
   *response.mutable_report() = ReportFromComparison(*comparison);
   response.mutable_report()->set_title(title);
+  if (!across_runs_note.empty()) response.mutable_report()->set_scope("across runs");
   response.set_text(RenderReportText(response.report()));
   return response;
 }

@@ -38,9 +38,12 @@ absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareReques
 // (RenderReportText). `options.arm_order`
 // is the run's arms, baseline first; `spec` (when given) adds each arm's flush ceiling
 // (AttachArmCeilings). Errors as Compare.
+// `across_runs_note` (non-empty for arms of different runs, cross_run.h): added to every
+// verdict's notes, and the report's scope is "across runs".
 absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
                                                       const CompareOptions& options,
                                                       const std::string& title,
-                                                      const v1::RunSpec* spec = nullptr);
+                                                      const v1::RunSpec* spec = nullptr,
+                                                      const std::string& across_runs_note = "");
 
 }  // namespace tlbfleet::report

@@ -158,6 +158,57 @@ TEST_F(CompareIntegrationTest, TheCliTheDashboardAndGrpcGetTheSameReport) {
   EXPECT_EQ(text, grpc_response.text());
 }
 
+TEST_F(CompareIntegrationTest, AcrossRunsTheVerdictsAreCalibratedAndSaySo) {
+  std::string other;
+  ASSERT_TRUE(controller_
+                  ->Submit(R"(
+name: it-compare-again
+benchmark: pipetest
+iterations: 5
+arms:
+  - {name: short, params: {loops: 2000}}
+)",
+                           &other)
+                  .ok());
+  ASSERT_EQ(controller_->WaitForRunEnd(other, 180s).state(), v1::RUN_STATE_SUCCEEDED);
+  v1::CompareRequest request = Request();
+  request.set_with_run_id(other);
+  request.set_arm("long");
+  v1::CompareResponse response;
+  grpc::Status s = Compare(request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::Report& report = response.report();
+  EXPECT_EQ(report.scope(), "across runs");
+  ASSERT_EQ(report.arms_size(), 2);
+  EXPECT_EQ(report.arms(0), *run_id_ + ":long");
+  EXPECT_EQ(report.arms(1), other + ":short");
+  bool noted = false;
+  for (const v1::Report::Group& g : report.groups()) {
+    ASSERT_EQ(g.verdicts_size(), 1);
+    EXPECT_TRUE(g.verdicts(0).has_ratio());
+    for (const std::string& note : g.verdicts(0).notes()) {
+      noted = noted || note.find("across runs: these arms come from runs") == 0;
+    }
+  }
+  EXPECT_TRUE(noted);
+  EXPECT_NE(response.text().find("across runs"), std::string::npos);
+  // The CLI asks the same, and a choice that names nothing is a usage error naming it.
+  std::string out;
+  EXPECT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare",
+                        *run_id_, "--with", other, "--with-arm", "nope"},
+                       &out, true),
+            2)
+      << out;
+  EXPECT_NE(out.find("with_arm: run " + other + " has no arm named \"nope\""), std::string::npos)
+      << out;
+  EXPECT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare",
+                        *run_id_, "--with", other},
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find(other + ":short"), std::string::npos) << out;
+}
+
 TEST_F(CompareIntegrationTest, BadVerdictOptionsAreInvalidArgumentNamingTheField) {
   struct Case {
     void (*set)(v1::CompareRequest*);

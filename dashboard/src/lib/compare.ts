@@ -86,5 +86,6 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
     excluded: [],
     rows: 0,
     ceilings: "",
+    scope: "across runs",
   };
 }
