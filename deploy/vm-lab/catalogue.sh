@@ -210,15 +210,13 @@ catalogue_entry() {
   awk -v n="$1" '$1 == n { print; found = 1; exit } END { exit !found }' "$out/catalogue"
 }
 
-# `lab __supervise vmN`: runs one guest, restarting QEMU at each reboot with the entry the
-# guest asked for. Settings come from run/vmN.conf (written by `lab up`); the entry booted is
-# in run/vmN.entry; a file run/vmN.stop ends the loop (`lab down`).
-cmd_supervise() {
-  local name=${1:?} run
-  run=$(run_dir)
-  # shellcheck source=/dev/null
-  source "$run/$name.conf"
-  local entry line release boot image cmdline request started quick=0
+# The supervisor loop of a catalogue guest (`lab __supervise vmN`, supervise.sh): restarts
+# QEMU at each reboot with the entry the guest asked for. Settings come from run/vmN.conf
+# (written by `lab up`); the entry booted is in run/vmN.entry; a file run/vmN.stop ends the loop
+# (`lab down`). run_qemu (supervise.sh) also resets a guest whose heartbeat stopped.
+supervise_catalogue() {
+  local name=${1:?}
+  local entry line release boot image cmdline request started quick=0 silent=0
   entry=$(cat "$run/$name.entry")
   while [[ ! -e $run/$name.stop ]]; do
     line=$(catalogue_entry "$entry") || {
@@ -232,18 +230,31 @@ cmd_supervise() {
     # -no-reboot: the guest's reboot ends QEMU, and this loop starts the entry it asked for.
     # -mem-prealloc: each boot is a new QEMU whose RAM the host has not touched yet; backed up
     # front, the host's first touch is not timed by the boot's first benchmark iteration.
-    qemu-system-x86_64 \
+    run_qemu "$name" "$watchdog" "$smp" \
       -name "$name" \
-      -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" -mem-prealloc \
+      -accel "tcg,thread=$tcg_thread" -cpu max -smp "$smp" -m "$mem" -mem-prealloc \
       -nodefaults -no-user-config -display none -vga none -no-reboot \
       -chardev "file,id=console,path=$run/$name.log,append=on" -serial chardev:console \
       -chardev "file,id=control,path=$run/$name.ctl" -serial chardev:control \
       -monitor "unix:$run/$name.monitor,server=on,wait=off" \
       -kernel "$image" -initrd "$initrd" \
       -append "$base_cmdline tlbfleet.entry=$entry${cmdline:+ $cmdline}" \
-      -netdev user,id=net0 -device e1000,netdev=net0,romfile= \
-      -pidfile "$run/$name.pid" >> "$run/$name.supervisor.log" 2>&1 || true
-    [[ -e $run/$name.stop ]] && break
+      -netdev user,id=net0 -device e1000,netdev=net0,romfile=
+    [[ $qemu_end == stop || -e $run/$name.stop ]] && break
+    case $qemu_end in
+      watchdog) note_restart "$name" watchdog ;;
+      reset)
+        sup_log "$name" "QEMU killed by lab reset; booting again"
+        note_restart "$name" reset
+        ;;
+      exited)
+        # Status 0 is the guest's own reboot (-no-reboot); anything else a QEMU that died.
+        if ((qemu_status != 0)); then
+          sup_log "$name" "QEMU exited with status $qemu_status; booting again"
+          note_restart "$name" "exit-$qemu_status"
+        fi
+        ;;
+    esac
     request=$(grep -a -o 'tlbfleet-next-entry [A-Za-z0-9._+-]*' "$run/$name.ctl" | tail -n 1 | cut -d' ' -f2) || true
     if [[ -n $request ]]; then
       if catalogue_entry "$request" > /dev/null; then
@@ -253,12 +264,19 @@ cmd_supervise() {
         echo "$(date -u +%FT%TZ) the guest asked for unknown entry '$request'; booting $entry again" >> "$run/$name.supervisor.log"
       fi
     fi
-    # A kernel that does not even start would spin here: give up after 3 quick exits.
+    # A kernel that does not even start would spin here: give up after 3 quick exits, or
+    # after 3 boots in a row that the watchdog ended before a single heartbeat.
     if (($(date +%s) - started < 3)); then quick=$((quick + 1)); else quick=0; fi
     if ((quick >= 3)); then
       echo "$(date -u +%FT%TZ) QEMU exited at once 3 times; stopping" >> "$run/$name.supervisor.log"
       break
     fi
+    if [[ $qemu_end == watchdog ]] && ((qemu_beats == 0)); then silent=$((silent + 1)); else silent=0; fi
+    if ((silent >= 3)); then
+      sup_log "$name" "watchdog: 3 boots in a row without a heartbeat; stopping"
+      break
+    fi
   done
-  rm -f "$run/$name.supervisor.pid"
+  [[ -e $run/$name.stop ]] && sup_log "$name" "stopped (lab down)"
+  return 0
 }

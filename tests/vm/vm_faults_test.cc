@@ -7,6 +7,11 @@
 //     The restarted agent puts back the value the ceiling had before the job (its journal),
 //     the job runs again once on the same agent, the other guest never takes the slot, no
 //     agent ever holds two leases, and the run ends with exactly its samples.
+//   GuestResetMidBootMeasuresThatBootAgainOnOneBootId: a run with `boots: 2`; the guest is
+//     reset hard (`lab reset`: its QEMU killed, its supervisor boots it again) in the middle of
+//     the first boot. It comes back with the same agent id and a new boot id; the first boot's
+//     jobs are measured again on the new boot, what the cut-short boot measured is kept and
+//     left out, and the report says so.
 //   ControllerKilledWhileTheGuestRebootsLosesNothing: a run with `boots: 2`; `kill -9` of the
 //     controller once the guest is rebooting between the boots, restart on the same database
 //     and port before the guest is back. The run ends with exactly its samples, boot 1's
@@ -500,6 +505,91 @@ TEST_F(VmFaultTest, ControllerKilledWhileTheGuestRebootsLosesNothing) {
   const double total_s = Seconds(Clock::now() - t0);
   std::printf("vm-faults controller kill during a reboot: whole test %.1f s\n", total_s);
   ::testing::Test::RecordProperty("seconds", std::to_string(total_s));
+}
+
+// Two boots of two arms, two iterations each: 8 jobs, 4 per boot. The guest is reset (its QEMU
+// killed, its supervisor boots it again) once the first boot has finished a job.
+constexpr char kResetSpec[] = R"(
+name: vm-faults-guest-reset
+benchmark: ebizzy
+params: {threads: 1, seconds: 2}
+iterations: 2
+boots: 2
+arms:
+  - {name: ceiling-512, ceiling: 512}
+  - {name: ceiling-1,   ceiling: 1}
+hosts: {count: 1, labels: {vmlab: "1"}}
+on_host_lost: {action: wait}
+)";
+
+TEST_F(VmFaultTest, GuestResetMidBootMeasuresThatBootAgainOnOneBootId) {
+  const auto t0 = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(Boot(1));
+  const std::string first_boot = controller_->Hosts()["vm1"].info().boot_id();
+  ASSERT_FALSE(first_boot.empty());
+  std::string run_id;
+  grpc::Status submitted = controller_->Submit(kResetSpec, &run_id);
+  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
+  const std::string r = " WHERE run_id = " + run_id;
+  // Mid-boot: a job of the first boot done, the next one running.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Q("SELECT COUNT(*) FROM jobs" + r + " AND state = 'succeeded'") >= 1 &&
+               Q("SELECT COUNT(*) FROM jobs" + r + " AND state = 'leased'") == 1;
+      },
+      240s))
+      << Diagnostics(1);
+  std::string out;
+  ASSERT_EQ(Lab({"reset", "1"}, &out), 0) << out;
+  const auto reset_at = Clock::now();
+
+  v1::Run run = controller_->WaitForRunEnd(run_id, 480s);
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED)
+      << run_id << ": " << run.error() << Diagnostics(1);
+  // The cut-short boot is recorded and said so.
+  ASSERT_EQ(run.abandoned_size(), 1) << Diagnostics(1);
+  EXPECT_EQ(run.abandoned(0).boot_index(), 0);
+  EXPECT_EQ(run.abandoned(0).boot_id(), first_boot);
+  EXPECT_GE(run.abandoned(0).jobs(), 1u);
+  EXPECT_NE(run.stop_reason().find("not as planned: boot 1 of slot 0"), std::string::npos)
+      << run.stop_reason();
+  // Every counted boot index comes from one boot id, none of them the cut-short one; the
+  // cut-short boot's samples are kept, all of that boot.
+  const std::string counted =
+      " FROM samples s JOIN jobs j ON j.id = s.job_id WHERE s.run_id = " + run_id +
+      " AND j.abandoned = ''";
+  EXPECT_EQ(Q("SELECT COUNT(*)" + counted), 8 * kSamplesPerJob);
+  const auto per_index = QueryRows(controller_->db(),
+                                   "SELECT j.boot_index, COUNT(DISTINCT "
+                                   "s.boot_id), MIN(s.boot_id)" +
+                                       counted + " GROUP BY j.boot_index");
+  ASSERT_EQ(per_index.size(), 2u);
+  for (const auto& row : per_index) {
+    EXPECT_EQ(row[1], "1") << "boot index " << row[0] << " spans boots";
+    EXPECT_NE(row[2], first_boot) << "boot index " << row[0];
+  }
+  EXPECT_NE(per_index[0][2], per_index[1][2]);
+  EXPECT_EQ(Q("SELECT COUNT(*) FROM samples s JOIN jobs j ON j.id = s.job_id WHERE s.run_id = " +
+              run_id + " AND j.abandoned <> '' AND s.boot_id <> '" + first_boot + "'"),
+            0);
+  EXPECT_GE(Q("SELECT COUNT(*) FROM samples s JOIN jobs j ON j.id = s.job_id WHERE s.run_id = " +
+              run_id + " AND j.abandoned <> ''"),
+            kSamplesPerJob);
+  // The report says what it left out.
+  std::string text;
+  ASSERT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", "127.0.0.1:" + controller_->port(),
+                        "compare", run_id},
+                       &text, true),
+            0)
+      << text;
+  EXPECT_NE(text.find("left out: "), std::string::npos) << text;
+  EXPECT_NE(text.find("measured again on boot_id"), std::string::npos) << text;
+
+  std::printf(
+      "vm-faults guest reset mid-boot: back and done %.1f s after the reset, whole test "
+      "%.1f s\n",
+      Seconds(Clock::now() - reset_at), Seconds(Clock::now() - t0));
+  ::testing::Test::RecordProperty("seconds", std::to_string(Seconds(Clock::now() - t0)));
 }
 
 }  // namespace
