@@ -197,6 +197,15 @@ TEST_F(FleetIntegrationTest, BadSpecsAreRefusedNamingTheFieldAndNothingIsStored)
       {"name: x\nbenchmark: ebizzy\narms: []\n", "arms"},
       {"name: x\nbenchmark: ebizzy\narms: [{name: a}, {name: a}]\n", "arms[1].name"},
       {"name: x\nbenchmark: ebizzy\narms: [{name: a\n", "test.yaml:"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a}]\non_host_lost: {action: retry}\n",
+       "on_host_lost.action"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a}]\non_host_lost: {action: fail, after: 0}\n",
+       "on_host_lost.after"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a}]\non_host_lost: {action: wait, after: 8d}\n",
+       "on_host_lost.after"},
+      {"name: x\nbenchmark: ebizzy\narms: [{name: a}]\nhosts: {names: [h1]}\n"
+       "on_host_lost: {action: restart}\n",
+       "on_host_lost.action"},
   };
   for (const Case& c : cases) {
     grpc::Status s = SubmitYaml(c.yaml, nullptr);
@@ -215,6 +224,12 @@ TEST_F(FleetIntegrationTest, BadSpecsAreRefusedNamingTheFieldAndNothingIsStored)
                       &out, /*merge_stderr=*/true);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("threads"), std::string::npos) << out;
+  // A bad on_host_lost: exit 2 naming the field.
+  std::ofstream(spec, std::ios::trunc) << cases[6].yaml;
+  rc = RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "submit", spec},
+                  &out, /*merge_stderr=*/true);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("on_host_lost.action: unknown action \"retry\""), std::string::npos) << out;
 }
 
 TEST_F(FleetIntegrationTest, CliSubmitWaitResultsAndCompare) {
