@@ -195,6 +195,10 @@ int RunDaemon(const DaemonOptions& o) {
   metrics_options.open_regressions = [&nightly]() -> absl::StatusOr<std::map<std::string, int>> {
     return tlbfleet::nightly::OpenRegressionsBySeries(nightly);
   };
+  metrics_options.nightly_store_errors = [&nightly]() -> std::map<std::string, uint64_t> {
+    const tlbfleet::nightly::NightlyStoreErrors errors = nightly.StoreErrors();
+    return {{"read", errors.reads}, {"write", errors.writes}};
+  };
   tlbfleet::metrics::ControllerMetrics metrics(controller, metrics_options);
   controller.AddObserver(&metrics);
   api::GrpcCallHook count_call = [&metrics](const std::string& method, const std::string& code) {

@@ -21,6 +21,7 @@
 #include "agent/runner/agent_id.h"
 #include "agent/runner/assignment_check.h"
 #include "agent/runner/backoff.h"
+#include "agent/runner/job_ceiling.h"
 #include "agent/runner/paths.h"
 #include "agent/runner/sample_batch.h"
 #include "agent/runner/spool.h"
@@ -290,7 +291,9 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
       CollectHostInfo(*options_.sysroot, options_.labels, options_.cpuid);
   if (!host.ok()) return host.status();
   ApplyCeilingHealth(
-      ReadCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir), host->boot_id()), *host);
+      ReadJobCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir),
+                             paths::CeilingJournalFile(options_.state_dir), host->boot_id()),
+      *host);
   host->set_can_reboot(boot_entries_.CanReboot(options_.reboot_command));
   boot_entries_.Describe(&*host);
   host->set_netserver(options_.netserver);
@@ -751,8 +754,10 @@ bool Agent::Impl::CeilingHealthChanged() {
     degraded = host_.ceiling_degraded();
   }
   if (boot_id.empty()) return false;
-  return ReadCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir), boot_id).has_value() !=
-         degraded;
+  // Also a degraded state whose marker could not be written (job_ceiling.h).
+  return ReadJobCeilingDegraded(paths::CeilingDegradedFile(options_.state_dir),
+                                paths::CeilingJournalFile(options_.state_dir), boot_id)
+             .has_value() != degraded;
 }
 
 void Agent::Impl::FinishJob(const v1::SpooledJob& record, Job* job) {

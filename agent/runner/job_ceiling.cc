@@ -1,9 +1,10 @@
 #include "agent/runner/job_ceiling.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/kernel/ceiling.h"
-#include "agent/kernel/ceiling_health.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::agent {
@@ -13,7 +14,39 @@ constexpr int64_t kUnreadable = -1;
 
 std::string Value(int64_t v) { return v == kUnreadable ? "unreadable" : absl::StrCat(v); }
 
+// Degraded states whose marker could not be written, by marker path: for the life of this
+// process, which is at most this boot's.
+struct UnwrittenMarker {
+  CeilingDegraded degraded;
+  std::string journal;
+};
+absl::Mutex unwritten_mu;
+std::map<std::string, UnwrittenMarker>& Unwritten() ABSL_EXCLUSIVE_LOCKS_REQUIRED(unwritten_mu) {
+  static auto* markers = new std::map<std::string, UnwrittenMarker>;
+  return *markers;
+}
+
 }  // namespace
+
+std::optional<CeilingDegraded> ReadJobCeilingDegraded(const std::string& marker,
+                                                      const std::string& journal,
+                                                      const std::string& boot_id) {
+  if (std::optional<CeilingDegraded> on_disk = ReadCeilingDegraded(marker, boot_id)) {
+    return on_disk;
+  }
+  absl::MutexLock lock(&unwritten_mu);
+  auto it = Unwritten().find(marker);
+  if (it == Unwritten().end()) return std::nullopt;
+  if (it->second.degraded.boot_id != boot_id) return std::nullopt;  // a reboot reset it
+  // The journal goes once the ceiling is known good again (the operator's word); an
+  // unreadable one means nothing of the sort.
+  if (!it->second.journal.empty() &&
+      absl::IsNotFound(ReadCeilingJournal(it->second.journal).status())) {
+    Unwritten().erase(it);
+    return std::nullopt;
+  }
+  return it->second.degraded;
+}
 
 JobCeiling::JobCeiling(JobCeilingOptions options)
     : options_(std::move(options)),
@@ -54,8 +87,8 @@ absl::Status JobCeiling::Begin(std::string_view spec_text) {
     absl::StatusOr<CeilingSpec> parsed = ParseCeilingSpec(spec);
     if (!parsed.ok()) return parsed.status();
     if (!options_.degraded_marker.empty()) {
-      if (std::optional<CeilingDegraded> d =
-              ReadCeilingDegraded(options_.degraded_marker, options_.boot_id)) {
+      if (std::optional<CeilingDegraded> d = ReadJobCeilingDegraded(
+              options_.degraded_marker, options_.journal, options_.boot_id)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "ceiling ", spec, " requested but this host's flush ceiling is degraded (", d->reason,
             "); it takes no ceiling jobs until a reboot or `tlbfleet-agent ceiling-known-good "
@@ -79,18 +112,15 @@ absl::Status JobCeiling::Begin(std::string_view spec_text) {
     if (!applied.ok()) {
       absl::Status restored = changer_.Restore();
       const bool unknown = absl::IsDataLoss(applied.status());
+      std::string unmarked;  // why the marker could not be written, for the job's error
       if ((unknown || !restored.ok()) && !options_.degraded_marker.empty()) {
-        std::string why =
-            unknown ? std::string(applied.status().message()) : std::string(restored.message());
-        (void)MarkCeilingDegraded(options_.degraded_marker, options_.boot_id,
-                                  absl::StrCat(why, " (", options_.ids, ")"));
+        unmarked = MarkDegraded(unknown ? applied.status().message() : restored.message());
       }
       lock_.reset();
-      if (!restored.ok()) {
-        return absl::Status(applied.status().code(),
-                            absl::StrCat(applied.status().message(), "; ", restored.message()));
-      }
-      return applied.status();
+      std::string error(applied.status().message());
+      if (!restored.ok()) absl::StrAppend(&error, "; ", restored.message());
+      if (!unmarked.empty()) absl::StrAppend(&error, "; ", unmarked);
+      return absl::Status(applied.status().code(), error);
     }
     applied_ = true;
     expected_ = *applied;
@@ -123,6 +153,25 @@ void JobCeiling::StopWatcher() {
     cv_.SignalAll();
   }
   if (watcher_.joinable()) watcher_.join();
+}
+
+std::string JobCeiling::MarkDegraded(absl::string_view why) {
+  CeilingDegraded degraded{options_.boot_id, absl::StrCat(why, " (", options_.ids, ")")};
+  absl::Status marked =
+      MarkCeilingDegraded(options_.degraded_marker, degraded.boot_id, degraded.reason);
+  if (marked.ok()) return "";
+  // Losing the state would let the next ceiling job measure whatever was left behind.
+  spdlog::error(
+      "cannot write the degraded-ceiling marker {}: {}; this agent keeps the host degraded in "
+      "memory for this boot {}",
+      options_.degraded_marker, std::string(marked.message()), options_.ids);
+  {
+    absl::MutexLock lock(&unwritten_mu);
+    Unwritten()[options_.degraded_marker] = UnwrittenMarker{degraded, options_.journal};
+  }
+  return absl::StrCat("the degraded marker ", options_.degraded_marker, " cannot be written (",
+                      marked.message(),
+                      "): only this agent process remembers that the host is degraded");
 }
 
 JobCeiling::Outcome JobCeiling::End() {
@@ -166,14 +215,12 @@ JobCeiling::Outcome JobCeiling::End() {
     absl::Status restored = changer_.Restore();
     if (!restored.ok()) {
       out.degraded = !options_.degraded_marker.empty();
-      if (out.degraded) {
-        (void)MarkCeilingDegraded(options_.degraded_marker, options_.boot_id,
-                                  absl::StrCat(restored.message(), " (", options_.ids, ")"));
-      }
+      const std::string unmarked = out.degraded ? MarkDegraded(restored.message()) : "";
       out.error = absl::StrCat(out.error, out.error.empty() ? "" : "; ", restored.message(),
                                out.degraded ? "; this host takes no ceiling jobs until a "
                                               "reboot or `tlbfleet-agent ceiling-known-good`"
-                                            : "");
+                                            : "",
+                               unmarked.empty() ? "" : "; ", unmarked);
     }
   }
   lock_.reset();

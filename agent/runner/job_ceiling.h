@@ -14,6 +14,13 @@
 //                 claim: the observed value, or an error naming both values when it changed.
 //                 A failed restore is an error too, and marks the host degraded.
 //
+// Marking the host degraded writes the marker (ceiling_health.h). When that write fails (the
+// state directory's disk is full, say), the state is not lost: it is logged at error with the
+// lease and the path, the job's error says so, and this process remembers it for this boot
+// (ReadJobCeilingDegraded) as long as the ceiling journal it concerns is there, which stays
+// until the ceiling is known good again (ceiling_control.h, DeclareCeilingKnownGood). An agent
+// restarted meanwhile learns it again from that journal (RecoverCeiling), or does not start.
+//
 // Not thread-safe (the watcher is internal); one per job.
 
 #include <cstdint>
@@ -28,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agent/kernel/ceiling_control.h"
+#include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/ceiling_lock.h"
 #include "agent/kernel/sysroot.h"
 
@@ -41,6 +49,14 @@ struct JobCeilingOptions {
   std::string ids;  // "run=… job=… lease=…" for log lines and the degraded reason
   absl::Duration poll = absl::Milliseconds(200);
 };
+
+// Whether this host's flush ceiling is degraded as this agent knows it: the marker at
+// `marker`, else a degraded state of this boot whose marker could not be written, while the
+// ceiling journal `journal` it concerns is still there. Whoever asks whether the host is
+// degraded should ask this rather than read the marker alone.
+std::optional<CeilingDegraded> ReadJobCeilingDegraded(const std::string& marker,
+                                                      const std::string& journal,
+                                                      const std::string& boot_id);
 
 class JobCeiling {
  public:
@@ -57,7 +73,8 @@ class JobCeiling {
     std::optional<int64_t> ceiling;  // what the samples claim: set, or observed throughout
     bool observed = false;           // `ceiling` was read before, during and after the workload
     std::string error;               // non-empty: the job fails with this
-    bool degraded = false;           // the restore failed and the host was marked degraded
+    bool degraded = false;           // the restore failed and the host was marked degraded (on disk
+                                     // or, when the marker could not be written, in memory)
   };
   Outcome End();
 
@@ -68,6 +85,9 @@ class JobCeiling {
  private:
   void Watch();
   void StopWatcher();
+  // Marks the host degraded for `why`. "" when the marker was written; else what the job's
+  // error adds (the state is then remembered in memory, and logged).
+  std::string MarkDegraded(absl::string_view why);
 
   const JobCeilingOptions options_;
   CeilingChanger changer_;

@@ -1,6 +1,8 @@
 // Every sample states the ceiling it was measured under, or the job fails: RunJob against a
 // fake sysroot whose "kernel" keeps another value than the one written, workloads (shell
 // scripts) that rewrite the ceiling mid-job, and two agents racing on one host.
+#include "agent/runner/job_ceiling.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 #include "agent/runner/job.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace tlbfleet::agent {
 namespace {
@@ -74,7 +78,7 @@ class JobCeilingTest : public ::testing::Test {
     JobOptions options;
     options.sysroot = &root_;
     options.ceiling_journal = dir + "/ceiling-journal";
-    options.ceiling_degraded = dir + "/ceiling-degraded";
+    options.ceiling_degraded = marker_.empty() ? dir + "/ceiling-degraded" : marker_;
     options.argv_for = [script](const v1::JobAssignment&) {
       return std::vector<std::string>{"/bin/sh", "-c", script};
     };
@@ -94,6 +98,7 @@ class JobCeilingTest : public ::testing::Test {
 
   TempDir dir_;
   FakeSysroot root_{dir_};
+  std::string marker_;  // the degraded marker's path, when not the state directory's
 };
 
 TEST_F(JobCeilingTest, ObservedCeilingIsOnEverySampleOfAJobThatSetsNone) {
@@ -210,6 +215,74 @@ TEST_F(JobCeilingTest, FailedRestoreFailsTheJobAndDegradesTheHostUntilTheOperato
   v1::SpooledJob again = Run(Assignment("default", "j4a1"), kMetric);
   ASSERT_EQ(again.complete().status(), v1::JOB_STATUS_SUCCEEDED) << again.complete().error();
   EXPECT_EQ(again.samples(0).ceiling(), 33);
+}
+
+// The restore fails and the degraded marker cannot be written (its directory is gone, as on a
+// state disk that failed): the job says so, the log names the lease and the path, and ceiling
+// jobs are still refused this boot, until the operator names the good value.
+TEST_F(JobCeilingTest, AMarkerThatCannotBeWrittenStillKeepsCeilingJobsOffThisBoot) {
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  marker_ = dir_.path() + "/gone/ceiling-degraded";
+  const std::string journal = dir_.path() + "/a/ceiling-journal";
+  root_.StoreOnWrite(kCeilingPath, "33\n", "34\n");
+  v1::SpooledJob job = Run(Assignment("512"), kMetric);
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  EXPECT_EQ(job.complete().status(), v1::JOB_STATUS_FAILED);
+  const std::string& e = job.complete().error();
+  EXPECT_NE(e.find("cannot restore the flush ceiling to 33"), std::string::npos) << e;
+  EXPECT_NE(e.find("the degraded marker " + marker_ + " cannot be written"), std::string::npos)
+      << e;
+  EXPECT_EQ(::access(marker_.c_str(), F_OK), -1);
+  EXPECT_NE(log.str().find("cannot write the degraded-ceiling marker " + marker_),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("lease=j1a1"), std::string::npos) << log.str();
+  std::optional<CeilingDegraded> d = ReadJobCeilingDegraded(marker_, journal, "boot-1");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->reason.find("reads back 34"), std::string::npos) << d->reason;
+  EXPECT_FALSE(ReadJobCeilingDegraded(marker_, journal, "boot-2").has_value()) << "a reboot";
+
+  const std::string ran = dir_.path() + "/ran";
+  v1::SpooledJob refused = Run(Assignment("default", "j2a1"), "touch " + ran + "; " + kMetric);
+  EXPECT_EQ(refused.complete().status(), v1::JOB_STATUS_FAILED);
+  EXPECT_NE(refused.complete().error().find("this host's flush ceiling is degraded"),
+            std::string::npos)
+      << refused.complete().error();
+  EXPECT_EQ(::access(ran.c_str(), F_OK), -1) << "a ceiling job ran on a degraded host";
+  v1::SpooledJob observed = Run(Assignment("", "j3a1"), kMetric);
+  ASSERT_EQ(observed.complete().status(), v1::JOB_STATUS_SUCCEEDED);
+  EXPECT_EQ(observed.samples(0).ceiling(), 34);
+
+  root_.StoreOnWrite(kCeilingPath, "33\n", "");
+  ASSERT_TRUE(DeclareCeilingKnownGood(root_, journal, marker_, 33).ok());
+  EXPECT_FALSE(ReadJobCeilingDegraded(marker_, journal, "boot-1").has_value());
+  v1::SpooledJob again = Run(Assignment("default", "j4a1"), kMetric);
+  ASSERT_EQ(again.complete().status(), v1::JOB_STATUS_SUCCEEDED) << again.complete().error();
+  EXPECT_EQ(again.samples(0).ceiling(), 33);
+}
+
+// The boot's value is unknown (a corrupt journal) and the marker cannot be written: the next
+// ceiling job is refused as on a degraded host, not merely failed again.
+TEST_F(JobCeilingTest, AnUnknownBootValueWhoseMarkerCannotBeWrittenStillDegradesTheHost) {
+  marker_ = dir_.path() + "/gone/ceiling-degraded";
+  ASSERT_TRUE(MakeDirs(dir_.path() + "/a").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_.path() + "/a/ceiling-journal", "boot_id boot-1\norig").ok());
+  v1::SpooledJob job = Run(Assignment("default"), kMetric);
+  EXPECT_EQ(job.complete().status(), v1::JOB_STATUS_FAILED);
+  EXPECT_NE(job.complete().error().find("the value this boot started with is unknown"),
+            std::string::npos)
+      << job.complete().error();
+  EXPECT_NE(job.complete().error().find("the degraded marker " + marker_ + " cannot be written"),
+            std::string::npos)
+      << job.complete().error();
+  v1::SpooledJob refused = Run(Assignment("512", "j2a1"), kMetric);
+  EXPECT_EQ(refused.complete().status(), v1::JOB_STATUS_FAILED);
+  EXPECT_NE(refused.complete().error().find("this host's flush ceiling is degraded"),
+            std::string::npos)
+      << refused.complete().error();
 }
 
 TEST_F(JobCeilingTest, CorruptJournalMeansTheBootsValueIsUnknown) {

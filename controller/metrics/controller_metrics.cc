@@ -136,6 +136,12 @@ ControllerMetrics::ControllerMetrics(core::Controller& facade, ControllerMetrics
                             .Name("tlbfleet_nightly_regressions_open")
                             .Help("Open regressions that nightly schedules found, per series")
                             .Register(*registry_)),
+      nightly_store_errors_(
+          prometheus::BuildCounter()
+              .Name("tlbfleet_nightly_store_errors_total")
+              .Help("Store calls of the nightly unit that failed (each logged at error); its "
+                    "work is redone later, a user's call is told, by op (read, write)")
+              .Register(*registry_)),
       build_info_(prometheus::BuildGauge()
                       .Name("tlbfleet_build_info")
                       .Help("The controller's version")
@@ -144,6 +150,9 @@ ControllerMetrics::ControllerMetrics(core::Controller& facade, ControllerMetrics
   for (const char* kind : {"requested", "completed", "failed"}) reboots_.Add({{"result", kind}});
   for (const char* requeued : {"true", "false"}) leases_expired_.Add({{"requeued", requeued}});
   samples_ingested_.Add({});
+  if (options_.nightly_store_errors) {
+    for (const char* op : {"read", "write"}) nightly_store_errors_.Add({{"op", op}});
+  }
   worker_ = std::thread([this] { AnalyseLoop(); });
 }
 
@@ -196,6 +205,15 @@ std::string ControllerMetrics::Render() {
       }
     } else {
       spdlog::warn("metrics: cannot read open regressions: {}", open.status().ToString());
+    }
+  }
+  if (options_.nightly_store_errors) {
+    // The nightly unit keeps the totals; the counter follows them (they never go down).
+    absl::MutexLock lock(&nightly_store_errors_mu_);
+    for (const auto& [op, total] : options_.nightly_store_errors()) {
+      prometheus::Counter& counter = nightly_store_errors_.Add({{"op", op}});
+      const double behind = static_cast<double>(total) - counter.Value();
+      if (behind > 0) counter.Increment(behind);
     }
   }
   std::ostringstream out;

@@ -49,6 +49,9 @@ struct ControllerMetricsOptions {
   // Open nightly regressions per series label ("ebizzy/Zen 3/records_per_sec"), read at
   // scrape time for tlbfleet_nightly_regressions_open. Unset: no such family.
   std::function<absl::StatusOr<std::map<std::string, int>>()> open_regressions;
+  // The nightly unit's failed store calls so far by kind ("read", "write"), read at scrape
+  // time for tlbfleet_nightly_store_errors_total{op}. Unset: no such samples.
+  std::function<std::map<std::string, uint64_t>()> nightly_store_errors;
 };
 
 class ControllerMetrics final : public core::FleetObserver {
@@ -109,6 +112,8 @@ class ControllerMetrics final : public core::FleetObserver {
   prometheus::Family<prometheus::Counter>& runs_finished_;
   prometheus::Family<prometheus::Gauge>& scrape_errors_;
   prometheus::Family<prometheus::Gauge>& regressions_open_;
+  prometheus::Family<prometheus::Counter>& nightly_store_errors_;
+  absl::Mutex nightly_store_errors_mu_;  // two scrapes at once would both add the difference
   absl::Mutex regressions_mu_;
   std::set<std::string> regression_series_ ABSL_GUARDED_BY(regressions_mu_);
   prometheus::Family<prometheus::Gauge>& build_info_;

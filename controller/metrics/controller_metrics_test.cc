@@ -212,6 +212,23 @@ TEST_F(ControllerMetricsTest, OpenRegressionsAreReadAtScrapeTimeAndClosedOnesDis
 TEST_F(ControllerMetricsTest, WithoutNightlyThereIsNoRegressionSample) {
   MakeMetrics();
   EXPECT_FALSE(Has(metrics_->Render(), "tlbfleet_nightly_regressions_open{"));
+  EXPECT_FALSE(Has(metrics_->Render(), "tlbfleet_nightly_store_errors_total{"));
+}
+
+TEST_F(ControllerMetricsTest, NightlyStoreErrorsAreReadAtScrapeTime) {
+  std::map<std::string, uint64_t> errors;
+  ControllerMetricsOptions options;
+  options.nightly_store_errors = [&] { return errors; };
+  metrics_ = std::make_unique<ControllerMetrics>(*controller_, options);
+  std::string first = metrics_->Render();
+  // Both series from the start, so that rate() sees the first failure.
+  EXPECT_TRUE(Has(first, "tlbfleet_nightly_store_errors_total{op=\"read\"} 0")) << first;
+  EXPECT_TRUE(Has(first, "tlbfleet_nightly_store_errors_total{op=\"write\"} 0")) << first;
+  errors = {{"read", 1}, {"write", 7}};
+  std::string second = metrics_->Render();
+  EXPECT_TRUE(Has(second, "tlbfleet_nightly_store_errors_total{op=\"read\"} 1")) << second;
+  EXPECT_TRUE(Has(second, "tlbfleet_nightly_store_errors_total{op=\"write\"} 7")) << second;
+  EXPECT_TRUE(Has(metrics_->Render(), "tlbfleet_nightly_store_errors_total{op=\"write\"} 7"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "controller/nightly/nightly.h"
 
 #include <fnmatch.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <set>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "controller/bisect/calibrated.h"
+#include "controller/nightly/nightly_internal.h"
 #include "controller/nightly/schedules.h"
 #include "controller/nightly/series_compare.h"
 #include "controller/nightly/series_upkeep.h"
@@ -27,14 +29,6 @@ void SetNextSlot(v1::Schedule& s, absl::Time now) {
   if (!cron.ok()) return;
   const absl::Time from = std::max(now, absl::FromUnixSeconds(s.last_slot_unix()));
   s.set_next_slot_unix(absl::ToUnixSeconds(cron->NextAfter(from)));
-}
-
-constexpr char kSchedulePrefix[] = "schedule:";
-constexpr char kBisectPrefix[] = "bisect:";
-
-bool Terminal(v1::RunState state) {
-  return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
-         state == v1::RUN_STATE_CANCELLED;
 }
 
 // "nightly-s3-20261201T0200": unique per schedule and slot, and a valid run name.
@@ -93,7 +87,8 @@ Nightly::Nightly(core::Controller& controller, store::NightlyStore& store, Night
         if (!r.ok()) return absl::StatusOr<std::vector<v1::Sample>>(r.status());
         return absl::StatusOr<std::vector<v1::Sample>>(
             std::vector<v1::Sample>(r->samples().begin(), r->samples().end()));
-      })) {}
+      })),
+      retry_delay_(options_.retry_min) {}
 
 Nightly::~Nightly() { Stop(); }
 
@@ -125,6 +120,8 @@ void Nightly::RunPendingForTest() {
 }
 
 void Nightly::Loop() {
+  // Named for operators (top -H, gdb) and for the fault tests, which stop this thread alone.
+  pthread_setname_np(pthread_self(), "tlbf-nightly");
   {
     absl::MutexLock lock(&work_mu_);
     Recover();
@@ -148,109 +145,57 @@ void Nightly::Loop() {
   }
 }
 
-// --- recovery -----------------------------------------------------------------------------
-
-void Nightly::Recover() {
-  recovered_ = true;
-  // Runs submitted but not recorded: a crash came between the two.
-  absl::StatusOr<std::vector<store::Submission>> pending = store_.PendingSubmissions();
-  if (!pending.ok()) {
-    spdlog::error("nightly: reading pending submissions: {}", pending.status().ToString());
-  } else {
-    for (const store::Submission& s : *pending) {
-      absl::StatusOr<std::string> run_id = SubmitOnce(s);
-      if (!run_id.ok()) {
-        spdlog::error("nightly: run {} ({}) could not be submitted: {}", s.name, s.owner,
-                      run_id.status().ToString());
-        (void)store_.RecordSubmission(s.name, "-", nullptr, NowMs());
-        continue;
-      }
-      const v1::BisectState* recorded = nullptr;
-      v1::BisectState state;
-      if (absl::StartsWith(s.owner, kBisectPrefix)) {
-        absl::StatusOr<v1::BisectState> stored =
-            store_.GetBisect(s.owner.substr(sizeof(kBisectPrefix) - 1));
-        if (stored.ok()) {
-          absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Resume(*stored);
-          if (b.ok() && b->Next().kind == bisect::NextAction::Kind::kMeasure &&
-              b->Submitted(*run_id).ok()) {
-            state = b->state();
-            recorded = &state;
-          }
-        }
-      }
-      spdlog::info("nightly: recovered run {} of {} ({})", *run_id, s.owner, s.name);
-      if (absl::Status st = store_.RecordSubmission(s.name, *run_id, recorded, NowMs()); !st.ok()) {
-        spdlog::error("nightly: recording run {}: {}", *run_id, st.ToString());
-      }
-    }
-  }
-  // Bisections that were waiting: submit what they want, or take their run's end.
-  absl::StatusOr<std::vector<v1::BisectState>> running = store_.ListBisects(0, true);
-  if (running.ok()) {
-    for (v1::BisectState& state : *running) AdvanceBisect(std::move(state));
-  }
-  // Runs that finished while nobody was watching, oldest first.
-  v1::ListRunsRequest ended;
-  ended.set_limit(std::min<uint32_t>(options_.recover_runs, 1000));
-  for (v1::RunState state :
-       {v1::RUN_STATE_SUCCEEDED, v1::RUN_STATE_FAILED, v1::RUN_STATE_CANCELLED}) {
-    ended.add_states(state);
-  }
-  absl::StatusOr<v1::ListRunsResponse> runs = controller_.ListRuns(ended);
-  if (runs.ok()) {
-    std::vector<std::string> unseen;
-    for (const v1::Run& run : runs->runs()) {
-      if (!Terminal(run.state())) continue;
-      absl::StatusOr<bool> seen = store_.RunSeen(run.id());
-      if (seen.ok() && !*seen) unseen.push_back(run.id());
-    }
-    absl::MutexLock lock(&mu_);
-    for (auto it = unseen.rbegin(); it != unseen.rend(); ++it) finished_.push_front(*it);
-  }
-}
-
-absl::StatusOr<std::string> Nightly::SubmitOnce(const store::Submission& submission) {
-  // Submitted before a crash? The name is unique (nightly_submissions); the filter is a
-  // substring match, so compare exactly.
-  v1::ListRunsRequest named;
-  named.set_limit(1000);
-  named.set_name(submission.name);
-  absl::StatusOr<v1::ListRunsResponse> runs = controller_.ListRuns(named);
-  if (runs.ok()) {
-    for (const v1::Run& run : runs->runs()) {
-      if (run.spec().name() == submission.name) return run.id();
-    }
-  }
-  absl::StatusOr<v1::SubmitRunResponse> submitted =
-      controller_.Submit(submission.spec_yaml, submission.name);
-  if (!submitted.ok()) return submitted.status();
-  return submitted->run_id();
-}
-
 // --- the worker's pass --------------------------------------------------------------------
 
 absl::Time Nightly::Pass() {
-  for (;;) {
-    std::string run_id;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_.empty()) break;
-      run_id = finished_.front();
-      finished_.pop_front();
-    }
-    HandleFinishedRun(run_id);
+  std::vector<std::string> arrived;
+  {
+    absl::MutexLock lock(&mu_);
+    arrived.assign(finished_.begin(), finished_.end());
+    finished_.clear();
   }
   const absl::Time now = options_.clock->Now();
   absl::Time next = now + options_.poll;
+  auto queue_for_retry = [this](const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_) {
+    if (std::find(retry_runs_.begin(), retry_runs_.end(), run_id) == retry_runs_.end()) {
+      retry_runs_.push_back(run_id);
+    }
+  };
+  if (absl::Now() < retry_at_) {
+    // Backing off after a failure: what arrived waits with the rest.
+    for (const std::string& run_id : arrived) queue_for_retry(run_id);
+    return next;
+  }
+  failed_in_pass_ = false;
+  if (recover_again_) {
+    recover_again_ = false;
+    Recover();
+  }
+  // Runs to redo first (they finished earlier), each once per pass.
+  std::vector<std::string> runs(retry_runs_.begin(), retry_runs_.end());
+  retry_runs_.clear();
+  runs.insert(runs.end(), arrived.begin(), arrived.end());
+  std::set<std::string> handled;
+  for (const std::string& run_id : runs) {
+    if (!handled.insert(run_id).second) continue;
+    if (!HandleFinishedRun(run_id).ok()) queue_for_retry(run_id);
+  }
+  RecheckSeries();
   FireDueSchedules(now, &next);
+  if (failed_in_pass_) {
+    retry_at_ = absl::Now() + retry_delay_;
+    retry_delay_ = std::min(retry_delay_ * 2, options_.retry_max);
+  } else {
+    retry_delay_ = options_.retry_min;
+  }
   return next;
 }
 
 void Nightly::FireDueSchedules(absl::Time now, absl::Time* next_wakeup) {
   absl::StatusOr<std::vector<v1::Schedule>> schedules = store_.ListSchedules();
   if (!schedules.ok()) {
-    spdlog::error("nightly: reading schedules: {}", schedules.status().ToString());
+    StoreFailed(StoreOp::kRead, "reading the schedules (due slots wait)",
+                schedules.status());  // the next pass reads them again
     return;
   }
   std::vector<ScheduleState> states;
@@ -265,31 +210,53 @@ void Nightly::FireDueSchedules(absl::Time now, absl::Time* next_wakeup) {
   for (const DueRun& due : TakeDue(&states, now)) {
     const v1::Schedule& schedule = *by_id[due.schedule_id];
     const std::string name = SlotRunName(schedule, due.slot);
+    const std::string slot = absl::FormatTime("%Y-%m-%dT%H:%MZ", due.slot, absl::UTCTimeZone());
     absl::StatusOr<std::string> yaml = ScheduledRunYaml(schedule.spec(), name);
-    store::Submission submission{name, absl::StrCat(kSchedulePrefix, schedule.id()),
-                                 yaml.ok() ? *yaml : "", ""};
+    store::Submission submission{name, ScheduleOwner(schedule.id()), yaml.ok() ? *yaml : "", ""};
     if (absl::Status s =
             store_.TakeSlot(schedule.id(), absl::ToUnixMillis(due.slot), submission, NowMs());
         !s.ok()) {
-      spdlog::warn("nightly: schedule {} slot {}: {}", schedule.id(), absl::FormatTime(due.slot),
-                   s.ToString());
+      if (absl::IsFailedPrecondition(s)) {
+        spdlog::warn("nightly: schedule {} slot {}: {}", schedule.id(), slot, s.ToString());
+      } else {
+        // The slot's last_slot_ms did not move: it is still due at the next pass.
+        StoreFailed(StoreOp::kWrite,
+                    absl::StrCat("schedule ", schedule.id(), " (", schedule.spec().name(),
+                                 ") slot ", slot, ": taking the slot for run ", name),
+                    s);
+      }
       continue;
     }
     absl::StatusOr<std::string> run_id =
         yaml.ok() ? SubmitOnce(submission) : absl::StatusOr<std::string>(yaml.status());
     if (!run_id.ok()) {
+      if (RetryableFailure(run_id.status())) {
+        // The submission stays pending: the recovery submits it (or finds it) later.
+        spdlog::error(
+            "nightly: schedule {} ({}) slot {}: run {} could not be submitted, trying "
+            "again later: {}",
+            schedule.id(), schedule.spec().name(), slot, name, run_id.status().ToString());
+        RetryLater();
+        continue;
+      }
       spdlog::error("nightly: schedule {} ({}) slot {}: the run was refused: {}", schedule.id(),
-                    schedule.spec().name(), absl::FormatTime(due.slot), run_id.status().ToString());
-      (void)store_.RecordSubmission(name, "-", nullptr, NowMs());
+                    schedule.spec().name(), slot, run_id.status().ToString());
+      if (absl::Status s = store_.RecordSubmission(name, "-", nullptr, NowMs()); !s.ok()) {
+        // Still pending: the recovery asks again and records the refusal then.
+        StoreFailed(StoreOp::kWrite, absl::StrCat("recording that run ", name, " was refused"), s);
+      }
       continue;
     }
     spdlog::info("nightly: schedule {} ({}) slot {}{}: run {}", schedule.id(),
-                 schedule.spec().name(),
-                 absl::FormatTime("%Y-%m-%dT%H:%MZ", due.slot, absl::UTCTimeZone()),
+                 schedule.spec().name(), slot,
                  due.skipped > 0 ? absl::StrCat(" (", due.skipped, " missed slots folded in)") : "",
                  *run_id);
     if (absl::Status s = store_.RecordSubmission(name, *run_id, nullptr, NowMs()); !s.ok()) {
-      spdlog::error("nightly: recording run {}: {}", *run_id, s.ToString());
+      // The recovery finds the run by its name and records it.
+      StoreFailed(StoreOp::kWrite,
+                  absl::StrCat("schedule ", schedule.id(), " slot ", slot, ": recording run ",
+                               *run_id, " (", name, ")"),
+                  s);
     }
   }
   *next_wakeup = std::min(*next_wakeup, NextWakeUp(states, now));
@@ -297,57 +264,126 @@ void Nightly::FireDueSchedules(absl::Time now, absl::Time* next_wakeup) {
 
 // --- history ------------------------------------------------------------------------------
 
-void Nightly::HandleFinishedRun(const std::string& run_id) {
+absl::Status Nightly::HandleFinishedRun(const std::string& run_id) {
   absl::StatusOr<bool> seen = store_.RunSeen(run_id);
-  if (!seen.ok() || *seen) return;
+  if (!seen.ok()) {
+    StoreFailed(StoreOp::kRead, absl::StrCat("run ", run_id, ": was it handled?"), seen.status());
+    return seen.status();
+  }
+  if (*seen) return absl::OkStatus();
   absl::StatusOr<v1::Run> run = controller_.GetRun(run_id);
+  if (absl::IsNotFound(run.status())) {
+    spdlog::warn("nightly: run {} finished but is gone: {}", run_id, run.status().ToString());
+    return absl::OkStatus();
+  }
   if (!run.ok()) {
-    spdlog::error("nightly: run {}: {}", run_id, run.status().ToString());
-    return;
+    spdlog::error("nightly: run {}: {}; handled again later", run_id, run.status().ToString());
+    RetryLater();
+    return run.status();
   }
-  absl::StatusOr<std::optional<store::Submission>> submission = store_.SubmissionOfRun(run_id);
-  const std::string owner =
-      submission.ok() && submission->has_value() ? (*submission)->owner : std::string();
-  if (absl::StartsWith(owner, kBisectPrefix)) {
+  // Whose run it is decides where it goes: never guessed from a failed read.
+  absl::StatusOr<std::optional<store::Submission>> submission = SubmissionOf(*run);
+  if (!submission.ok()) return submission.status();
+  const std::string owner = submission->has_value() ? (*submission)->owner : std::string();
+  if (const std::string bisect_id = BisectOfOwner(owner); !bisect_id.empty()) {
     // A bisection's measurement: its steps judge it; it adds nothing to the history.
-    absl::StatusOr<v1::BisectState> state =
-        store_.GetBisect(owner.substr(sizeof(kBisectPrefix) - 1));
-    if (state.ok()) BisectRunFinished(*std::move(state), *run);
-    (void)store_.AppendRun(run_id, {}, NowMs());
-    return;
+    absl::StatusOr<v1::BisectState> state = store_.GetBisect(bisect_id);
+    if (state.ok()) {
+      if (absl::Status s = BisectRunFinished(*std::move(state), *run); !s.ok()) return s;
+    } else if (!absl::IsNotFound(state.status())) {
+      StoreFailed(StoreOp::kRead, absl::StrCat("bisect ", bisect_id, " of run ", run_id),
+                  state.status());
+      return state.status();
+    }
+  } else if (run->state() == v1::RUN_STATE_SUCCEEDED) {
+    const std::string schedule_id = ScheduleOfOwner(owner);
+    std::optional<v1::Schedule> schedule;
+    if (!schedule_id.empty()) {
+      absl::StatusOr<v1::Schedule> s = store_.GetSchedule(schedule_id);
+      if (s.ok()) {
+        schedule = *std::move(s);
+      } else if (!absl::IsNotFound(s.status())) {  // removed since: its run still counts
+        StoreFailed(StoreOp::kRead, absl::StrCat("schedule ", schedule_id, " of run ", run_id),
+                    s.status());
+        return s.status();
+      }
+    }
+    absl::StatusOr<v1::GetResultsResponse> results = controller_.GetResults(run_id);
+    if (!results.ok()) {
+      spdlog::error("nightly: samples of run {}: {}; handled again later", run_id,
+                    results.status().ToString());
+      RetryLater();
+      return results.status();
+    }
+    const std::vector<v1::Sample> samples(results->samples().begin(), results->samples().end());
+    absl::StatusOr<std::vector<std::string>> touched =
+        store_.AppendRun(run_id, PointsFromRun(*run, samples, schedule_id), NowMs());
+    if (!touched.ok()) {
+      StoreFailed(StoreOp::kWrite, absl::StrCat("appending the points of run ", run_id),
+                  touched.status());
+      return touched.status();
+    }
+    for (const std::string& series_id : *touched) {
+      if (!DetectChanges(series_id, schedule.has_value() ? &*schedule : nullptr).ok()) {
+        recheck_series_[series_id] = schedule_id;
+      }
+    }
+    return absl::OkStatus();
   }
-  if (run->state() != v1::RUN_STATE_SUCCEEDED) {
-    (void)store_.AppendRun(run_id, {}, NowMs());
-    return;
+  // Nothing for the history: remembered as handled, so that a restart does not look again.
+  if (absl::StatusOr<std::vector<std::string>> marked = store_.AppendRun(run_id, {}, NowMs());
+      !marked.ok()) {
+    StoreFailed(StoreOp::kWrite, absl::StrCat("marking run ", run_id, " handled"), marked.status());
+    return marked.status();
   }
-  std::string schedule_id;
-  std::optional<v1::Schedule> schedule;
-  if (absl::StartsWith(owner, kSchedulePrefix)) {
-    schedule_id = owner.substr(sizeof(kSchedulePrefix) - 1);
-    absl::StatusOr<v1::Schedule> s = store_.GetSchedule(schedule_id);
-    if (s.ok()) schedule = *std::move(s);
-  }
-  absl::StatusOr<v1::GetResultsResponse> results = controller_.GetResults(run_id);
-  if (!results.ok()) {
-    spdlog::error("nightly: samples of run {}: {}", run_id, results.status().ToString());
-    return;
-  }
-  const std::vector<v1::Sample> samples(results->samples().begin(), results->samples().end());
-  absl::StatusOr<std::vector<std::string>> touched =
-      store_.AppendRun(run_id, PointsFromRun(*run, samples, schedule_id), NowMs());
-  if (!touched.ok()) {
-    spdlog::error("nightly: appending run {}: {}", run_id, touched.status().ToString());
-    return;
-  }
-  for (const std::string& series_id : *touched) {
-    DetectChanges(series_id, schedule.has_value() ? &*schedule : nullptr);
-  }
+  return absl::OkStatus();
 }
 
-void Nightly::DetectChanges(const std::string& series_id, const v1::Schedule* schedule) {
+absl::StatusOr<std::optional<store::Submission>> Nightly::SubmissionOf(const v1::Run& run) {
+  absl::StatusOr<std::optional<store::Submission>> by_id = store_.SubmissionOfRun(run.id());
+  if (!by_id.ok()) {
+    StoreFailed(StoreOp::kRead, absl::StrCat("run ", run.id(), ": whose run is it?"),
+                by_id.status());
+    return by_id.status();
+  }
+  if (by_id->has_value() || run.spec().name().empty()) return by_id;
+  // Not recorded under its id: its recording may have failed after it was submitted.
+  absl::StatusOr<std::optional<store::Submission>> named =
+      store_.SubmissionNamed(run.spec().name());
+  if (!named.ok()) {
+    StoreFailed(StoreOp::kRead, absl::StrCat("run ", run.id(), ": whose run is it?"),
+                named.status());
+    return named.status();
+  }
+  if (!named->has_value()) return named;  // submitted by hand
+  const store::Submission& s = **named;
+  if (s.run_id.empty()) {
+    spdlog::warn("nightly: run {} is {}'s run {}, not recorded yet; handled once it is", run.id(),
+                 s.owner, s.name);
+    RetryLater();
+    return absl::UnavailableError(
+        absl::StrCat("run ", run.id(), " (", s.name, ") of ", s.owner, " is not recorded yet"));
+  }
+  // Given up ("-") though its run exists after all: still the owner's, kept out of the
+  // history. Recorded with another run: a run by hand that took the name.
+  if (s.run_id == "-") return named;
+  return std::optional<store::Submission>();
+}
+
+absl::Status Nightly::DetectChanges(const std::string& series_id, const v1::Schedule* schedule) {
   absl::StatusOr<v1::Series> stored = store_.GetSeries(series_id, true);
+  if (!stored.ok()) {
+    StoreFailed(StoreOp::kRead, absl::StrCat("series ", series_id, " (searched again later)"),
+                stored.status());
+    return stored.status();
+  }
   absl::StatusOr<std::set<std::string>> known = store_.KnownFindings(series_id);
-  if (!stored.ok() || !known.ok()) return;
+  if (!known.ok()) {
+    StoreFailed(StoreOp::kRead,
+                absl::StrCat("findings of series ", series_id, " (searched again later)"),
+                known.status());
+    return known.status();
+  }
   const Series series = ToSeries(*stored);
   RegressionOptions options = options_.regression;
   if (schedule != nullptr && schedule->spec().has_detection()) {
@@ -356,16 +392,24 @@ void Nightly::DetectChanges(const std::string& series_id, const v1::Schedule* sc
   absl::StatusOr<std::vector<Finding>> findings =
       FindChanges(series, options, series_comparison_, *known);
   if (!findings.ok()) {
+    // Not the store's: the series is searched again with its next point.
     spdlog::error("nightly: series {} ({}): {}", series_id, series.key.ToString(),
                   findings.status().ToString());
-    return;
+    return absl::OkStatus();
   }
+  absl::Status result;
   for (const Finding& f : *findings) {
     spdlog::info("nightly: series {} ({}): {} at run {} (after {}): {}", series_id,
                  series.key.ToString(), FindingKindName(f.kind), f.first_bad_run, f.last_good_run,
                  f.verdict.summary);
     if (f.kind == Finding::Kind::kImprovement) {
-      (void)store_.AddImprovement(series_id, f.first_bad_run);
+      if (absl::Status s = store_.AddImprovement(series_id, f.first_bad_run); !s.ok()) {
+        StoreFailed(StoreOp::kWrite,
+                    absl::StrCat("series ", series_id, ": recording the improvement at run ",
+                                 f.first_bad_run, " (searched again later)"),
+                    s);
+        result.Update(s);
+      }
       continue;
     }
     if (f.kind != Finding::Kind::kRegression) continue;  // unconfirmed: judged again later
@@ -388,9 +432,18 @@ void Nightly::DetectChanges(const std::string& series_id, const v1::Schedule* sc
     r.set_good_kernel(stored->points(static_cast<int>(f.index) - 1).kernel_release());
     r.set_bad_kernel(stored->points(static_cast<int>(f.index)).kernel_release());
     absl::StatusOr<v1::Regression> added = store_.AddRegression(r, NowMs());
+    if (absl::IsAlreadyExists(added.status())) {
+      // Recorded by an attempt whose outcome was not known; its bisection, if any, is the
+      // recovery's to start.
+      spdlog::info("nightly: series {}: {}", series_id, std::string(added.status().message()));
+      continue;
+    }
     if (!added.ok()) {
-      spdlog::error("nightly: recording a regression of series {}: {}", series_id,
-                    added.status().ToString());
+      StoreFailed(StoreOp::kWrite,
+                  absl::StrCat("series ", series_id, ": recording the regression at run ",
+                               f.first_bad_run, " (searched again later)"),
+                  added.status());
+      result.Update(added.status());
       continue;
     }
     spdlog::warn("nightly: regression {} of {}: first bad run {}, last good run {} ({})",
@@ -401,9 +454,33 @@ void Nightly::DetectChanges(const std::string& series_id, const v1::Schedule* sc
       StartRegressionBisect(*added, *schedule, stored->points(static_cast<int>(f.index)).arm());
     }
   }
+  return result;
 }
 
-void Nightly::StartRegressionBisect(v1::Regression regression, const v1::Schedule& schedule,
+void Nightly::RecheckSeries() {
+  for (auto it = recheck_series_.begin(); it != recheck_series_.end();) {
+    const auto& [series_id, schedule_id] = *it;
+    std::optional<v1::Schedule> schedule;
+    if (!schedule_id.empty()) {
+      absl::StatusOr<v1::Schedule> s = store_.GetSchedule(schedule_id);
+      if (s.ok()) {
+        schedule = *std::move(s);
+      } else if (!absl::IsNotFound(s.status())) {
+        StoreFailed(StoreOp::kRead,
+                    absl::StrCat("schedule ", schedule_id, " of series ", series_id), s.status());
+        ++it;
+        continue;
+      }
+    }
+    if (DetectChanges(series_id, schedule.has_value() ? &*schedule : nullptr).ok()) {
+      it = recheck_series_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Nightly::StartRegressionBisect(const v1::Regression& regression, const v1::Schedule& schedule,
                                     const std::string& arm) {
   const v1::OnRegression& on = schedule.spec().on_regression();
   v1::BisectSpec spec;
@@ -419,12 +496,16 @@ void Nightly::StartRegressionBisect(v1::Regression regression, const v1::Schedul
   std::string bad = on.bad();
   if (good.empty() || bad.empty()) {
     absl::StatusOr<v1::ListHostsResponse> hosts = controller_.ListHosts();
+    if (!hosts.ok()) {
+      // Without the hosts no entry can be matched: that is no reason to give up the bisection.
+      spdlog::error("nightly: regression {}: listing hosts: {}; its bisection starts later",
+                    regression.id(), hosts.status().ToString());
+      RetryLater();
+      return;
+    }
     std::map<std::string, std::string> release_of;
-    if (hosts.ok()) {
-      for (const v1::Host& h : hosts->hosts()) {
-        for (const v1::BootEntryInfo& e : h.info().boot_entries())
-          release_of[e.name()] = e.release();
-      }
+    for (const v1::Host& h : hosts->hosts()) {
+      for (const v1::BootEntryInfo& e : h.info().boot_entries()) release_of[e.name()] = e.release();
     }
     auto entry_booting = [&](const std::string& kernel) {
       for (const std::string& e : on.entries()) {
@@ -451,19 +532,26 @@ void Nightly::StartRegressionBisect(v1::Regression regression, const v1::Schedul
     absl::StatusOr<std::string> yaml = BisectRunYamlFromSchedule(schedule.spec(), arm);
     if (yaml.ok()) {
       spec.set_run_yaml(*yaml);
+      // On success the regression names the bisection (stored with it, in one transaction).
       started = CreateBisect(spec);
     } else {
       started = yaml.status();
     }
   }
-  if (started.ok()) {
-    regression.set_bisect_id(started->id());
-    regression.set_note(absl::StrCat("bisect ", started->id(), " started"));
-  } else {
-    regression.set_note(absl::StrCat("no bisection: ", started.status().message()));
-    spdlog::warn("nightly: regression {}: {}", regression.id(), regression.note());
+  if (started.ok()) return;
+  if (RetryableFailure(started.status())) {
+    // Logged and counted where it failed; the regression keeps no note, so the recovery
+    // starts its bisection again.
+    RetryLater();
+    return;
   }
-  (void)store_.UpdateRegression(regression, NowMs());
+  const std::string note = absl::StrCat("no bisection: ", started.status().message());
+  spdlog::warn("nightly: regression {}: {}", regression.id(), note);
+  if (absl::Status s = store_.SetRegressionNote(regression.id(), note, NowMs()); !s.ok()) {
+    // Without its note the regression is taken up again by the recovery, and refused again.
+    StoreFailed(StoreOp::kWrite,
+                absl::StrCat("regression ", regression.id(), ": noting \"", note, "\""), s);
+  }
 }
 
 // --- user API: schedules and history -------------------------------------------------------
@@ -473,7 +561,8 @@ absl::StatusOr<v1::Schedule> Nightly::AddSchedule(const std::string& yaml,
   absl::StatusOr<v1::ScheduleSpec> spec = ParseScheduleSpec(yaml, source);
   if (!spec.ok()) return spec.status();
   const absl::Time now = options_.clock->Now();
-  absl::StatusOr<v1::Schedule> added = store_.AddSchedule(*spec, yaml, absl::ToUnixMillis(now));
+  absl::StatusOr<v1::Schedule> added =
+      Counted(StoreOp::kWrite, store_.AddSchedule(*spec, yaml, absl::ToUnixMillis(now)));
   if (!added.ok()) return added.status();
   SetNextSlot(*added, now);
   spdlog::info(
@@ -486,7 +575,8 @@ absl::StatusOr<v1::Schedule> Nightly::AddSchedule(const std::string& yaml,
 }
 
 absl::StatusOr<v1::ListSchedulesResponse> Nightly::ListSchedules() {
-  absl::StatusOr<std::vector<v1::Schedule>> schedules = store_.ListSchedules();
+  absl::StatusOr<std::vector<v1::Schedule>> schedules =
+      Counted(StoreOp::kRead, store_.ListSchedules());
   if (!schedules.ok()) return schedules.status();
   const absl::Time now = options_.clock->Now();
   v1::ListSchedulesResponse response;
@@ -498,12 +588,14 @@ absl::StatusOr<v1::ListSchedulesResponse> Nightly::ListSchedules() {
 }
 
 absl::StatusOr<v1::Schedule> Nightly::PauseSchedule(const std::string& id) {
-  return store_.SetPaused(id, true, absl::ToUnixMillis(options_.clock->Now()));
+  return Counted(StoreOp::kWrite,
+                 store_.SetPaused(id, true, absl::ToUnixMillis(options_.clock->Now())));
 }
 
 absl::StatusOr<v1::Schedule> Nightly::ResumeSchedule(const std::string& id) {
   const absl::Time now = options_.clock->Now();
-  absl::StatusOr<v1::Schedule> s = store_.SetPaused(id, false, absl::ToUnixMillis(now));
+  absl::StatusOr<v1::Schedule> s =
+      Counted(StoreOp::kWrite, store_.SetPaused(id, false, absl::ToUnixMillis(now)));
   if (s.ok()) SetNextSlot(*s, now);
   absl::MutexLock lock(&mu_);
   wake_ = true;
@@ -511,12 +603,13 @@ absl::StatusOr<v1::Schedule> Nightly::ResumeSchedule(const std::string& id) {
 }
 
 absl::StatusOr<v1::Schedule> Nightly::RemoveSchedule(const std::string& id) {
-  return store_.RemoveSchedule(id);
+  return Counted(StoreOp::kWrite, store_.RemoveSchedule(id));
 }
 
 absl::StatusOr<v1::ListSeriesResponse> Nightly::ListSeries(const v1::ListSeriesRequest& request) {
   absl::StatusOr<std::vector<v1::Series>> series =
-      store_.ListSeries(request.benchmark(), request.metric(), request.with_points());
+      Counted(StoreOp::kRead,
+              store_.ListSeries(request.benchmark(), request.metric(), request.with_points()));
   if (!series.ok()) return series.status();
   v1::ListSeriesResponse response;
   for (v1::Series& s : *series) *response.add_series() = std::move(s);
@@ -528,7 +621,7 @@ absl::StatusOr<v1::ListRegressionsResponse> Nightly::ListRegressions(
   std::vector<v1::RegressionStatus> statuses;
   for (int s : request.statuses()) statuses.push_back(static_cast<v1::RegressionStatus>(s));
   absl::StatusOr<std::vector<v1::Regression>> list =
-      store_.ListRegressions(statuses, request.limit());
+      Counted(StoreOp::kRead, store_.ListRegressions(statuses, request.limit()));
   if (!list.ok()) return list.status();
   v1::ListRegressionsResponse response;
   for (v1::Regression& r : *list) *response.add_regressions() = std::move(r);
@@ -540,10 +633,9 @@ absl::StatusOr<v1::Regression> Nightly::UpdateRegression(
   if (request.status() == v1::REGRESSION_STATUS_UNSPECIFIED) {
     return absl::InvalidArgumentError("status: required (open, acknowledged or fixed)");
   }
-  absl::StatusOr<v1::Regression> r = store_.GetRegression(request.id());
-  if (!r.ok()) return r.status();
-  r->set_status(request.status());
-  return store_.UpdateRegression(*r, NowMs());
+  // One transaction: a note the worker writes meanwhile is kept.
+  return Counted(StoreOp::kWrite,
+                 store_.SetRegressionStatus(request.id(), request.status(), NowMs()));
 }
 
 absl::StatusOr<std::map<std::string, int>> OpenRegressionsBySeries(Nightly& nightly) {

@@ -13,14 +13,26 @@
 // recovers: runs submitted but not recorded (found by their unique name, or submitted then),
 // runs that finished while it was down, bisections that were waiting.
 //
+// A store call that fails is never taken for an answer ("no owner", "nothing there"): the
+// failure is logged at error with the ids, counted (StoreErrors), and the unit of work it
+// belonged to is redone later: a finished run stays queued until its handling was stored, a
+// slot stays due until it was taken, and the recovery above runs again, which records what
+// was submitted but not recorded and moves on what waits. The store's writes are idempotent
+// (store/nightly_store.h), so a redo records nothing twice. While the store keeps failing,
+// the redo backs off (NightlyOptions::retry_min .. retry_max). A user operation's failure is
+// returned to the caller.
+//
 // Thread-safe. The user operations may be called from any thread; the work they share with
 // the worker (bisection states) is serialised by one mutex.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -33,6 +45,7 @@
 #include "controller/nightly/regression.h"
 #include "controller/nightly/series_label.h"
 #include "controller/store/nightly_store.h"
+#include "controller/store/sqlite.h"
 #include "tlbfleet/v1/nightly.pb.h"
 
 namespace tlbfleet::nightly {
@@ -47,6 +60,18 @@ struct NightlyOptions {
   // Finished runs looked at on start (newest first) for ones that finished while it was down
   // (at most 1000: one page of ListRuns).
   uint32_t recover_runs = 200;
+  // After a store call failed, the work it belonged to waits this long before it is redone,
+  // doubling with every pass that fails again, up to retry_max: a full disk is neither
+  // hammered nor the log flooded. A pass that succeeds starts again from retry_min.
+  absl::Duration retry_min = absl::Seconds(1);
+  absl::Duration retry_max = absl::Minutes(1);
+};
+
+// Store calls of the nightly unit that failed since it started, each also logged at error:
+// what tlbfleet_nightly_store_errors_total{op} shows.
+struct NightlyStoreErrors {
+  uint64_t reads = 0;
+  uint64_t writes = 0;
 };
 
 class Nightly : public core::FleetObserver {
@@ -89,36 +114,73 @@ class Nightly : public core::FleetObserver {
   // FleetObserver: queues the run for the worker.
   void OnRunFinished(const v1::Run& run) override;
 
+  NightlyStoreErrors StoreErrors() const;
+
   // --- for tests (no Start()) ---
   // Recovers (the first time), then handles queued runs and due schedules on this thread.
   void RunPendingForTest();
 
  private:
+  enum class StoreOp { kRead, kWrite };
+
   void Loop();
+  // Start-up recovery, run again after a failure: records runs submitted but not recorded,
+  // moves on waiting bisections, starts the bisections regressions wait for, and queues the
+  // latest finished runs not handled yet. Every step is a redo that records nothing twice.
   void Recover() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  void ResolvePendingSubmissions() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  void StartAwaitedRegressionBisects() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  void QueueUnseenFinishedRuns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Queued runs, then due schedules. Returns when the clock should be looked at next.
   absl::Time Pass() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   void FireDueSchedules(absl::Time now, absl::Time* next_wakeup)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  void HandleFinishedRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  void DetectChanges(const std::string& series_id, const v1::Schedule* schedule)
+  // OK once the run's handling is stored (or there is none to do); an error (logged) when it
+  // must be handled again later.
+  absl::Status HandleFinishedRun(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // The submission that started `run` (nullopt: a run submitted by hand). UNAVAILABLE while
+  // the run's submission is known by its name but its run id is not recorded yet.
+  absl::StatusOr<std::optional<store::Submission>> SubmissionOf(const v1::Run& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  // `arm`: the arm of the schedule's run whose series regressed.
-  void StartRegressionBisect(v1::Regression regression, const v1::Schedule& schedule,
+  // An error when a finding could not be read or recorded: the series is searched again.
+  absl::Status DetectChanges(const std::string& series_id, const v1::Schedule* schedule)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  void RecheckSeries() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // `arm`: the arm of the schedule's run whose series regressed. A regression whose bisection
+  // could not be started for want of the store keeps no note: StartAwaitedRegressionBisects
+  // tries again.
+  void StartRegressionBisect(const v1::Regression& regression, const v1::Schedule& schedule,
                              const std::string& arm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
 
-  // The run of `submission` (recorded already): found by its unique name among the latest
-  // runs (a crash after submitting it), else submitted now.
+  // The run named `name` among the latest runs (a crash or a failed write after submitting it).
+  // An error when the runs cannot be listed: then nobody can say it was not submitted.
+  absl::StatusOr<std::optional<std::string>> FindRunNamed(const std::string& name);
+  // The run of `submission` (recorded already): found by its unique name, else submitted now.
   absl::StatusOr<std::string> SubmitOnce(const store::Submission& submission);
   absl::StatusOr<v1::BisectState> CreateBisect(v1::BisectSpec spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Submits the measurement the bisection wants, or handles its pending run if that ended.
-  void AdvanceBisect(v1::BisectState state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  void BisectRunFinished(v1::BisectState state, const v1::Run& run)
+  // Failures are logged and left to the next recovery.
+  void AdvanceBisect(const v1::BisectState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // An error when the step's result could not be stored: the run is handled again later.
+  absl::Status BisectRunFinished(v1::BisectState state, const v1::Run& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  void SaveBisect(const v1::BisectState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Checks the entries against the hosts the controller knows.
   absl::Status CheckEntriesKnown(const v1::BisectSpec& spec);
+
+  // Logs at error that `what` (with its ids) failed in the store, counts it, and has the work
+  // redone later (RetryLater).
+  void StoreFailed(StoreOp op, std::string_view what, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // The recovery runs again at the next retry pass, which waits out the backoff.
+  void RetryLater() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // A user operation's result, with a storage failure counted (it is returned to the caller).
+  template <typename T>
+  T Counted(StoreOp op, T result) {
+    if (!result.ok() && store::IsStorageFailure(result.status())) Count(op);
+    return result;
+  }
+  void Count(StoreOp op);
 
   int64_t NowMs() const;
 
@@ -130,6 +192,16 @@ class Nightly : public core::FleetObserver {
 
   absl::Mutex work_mu_;  // the worker's passes and the user operations that change bisections
   bool recovered_ ABSL_GUARDED_BY(work_mu_) = false;
+  // Work to redo after a failure, and when.
+  std::deque<std::string> retry_runs_ ABSL_GUARDED_BY(work_mu_);  // finished runs, oldest first
+  std::map<std::string, std::string> recheck_series_ ABSL_GUARDED_BY(work_mu_);  // -> schedule
+  bool recover_again_ ABSL_GUARDED_BY(work_mu_) = false;
+  bool failed_in_pass_ ABSL_GUARDED_BY(work_mu_) = false;
+  absl::Time retry_at_ ABSL_GUARDED_BY(work_mu_) = absl::InfinitePast();
+  absl::Duration retry_delay_ ABSL_GUARDED_BY(work_mu_);
+
+  std::atomic<uint64_t> store_read_errors_{0};
+  std::atomic<uint64_t> store_write_errors_{0};
 
   absl::Mutex mu_;
   std::deque<std::string> finished_ ABSL_GUARDED_BY(mu_);  // run ids, in order

@@ -4,142 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
-#include <filesystem>
-
-#include "absl/strings/str_cat.h"
-#include "controller/nightly/sim_lab_for_test.h"
-#include "controller/store/store.h"
+#include "controller/nightly/nightly_fixture_for_test.h"
 #include "gmock/gmock.h"
 
 namespace tlbfleet::nightly {
 namespace {
 
 using ::testing::HasSubstr;
-
-absl::Time Utc(int y, int m, int d, int h = 0) {
-  return absl::FromCivil(absl::CivilHour(y, m, d, h), absl::UTCTimeZone());
-}
-
-std::vector<std::string> Entries() {
-  std::vector<std::string> e;
-  for (int i = 0; i < 8; ++i) e.push_back(absl::StrCat("e", i));
-  return e;
-}
-
-// The simulated host's entries: e0..e7 and the one the nightly schedule measures.
-std::vector<std::string> HostEntries() {
-  std::vector<std::string> e = Entries();
-  e.push_back("nightly");
-  return e;
-}
-
-constexpr int kFirstBad = 5;
-
-// pipetest's µs/op: entries from e5 on are 20 % slower (as pti=on makes them in the lab).
-double EntryValue(const std::string& entry) {
-  if (entry.size() == 2 && entry[0] == 'e') return entry[1] - '0' >= kFirstBad ? 12.0 : 10.0;
-  return 10.0;
-}
-
-constexpr char kBisectYaml[] = R"(
-entries: [e0, e1, e2, e3, e4, e5, e6, e7]
-good: e0
-bad: e7
-# Two boots per entry: a verdict needs more than one boot of each arm (docs/statistics.md),
-# so one boot per round would cost every step a second round.
-boots_per_round: 2
-max_boots_per_step: 2
-run:
-  name: ignored
-  benchmark: pipetest
-  params: {loops: 1000}
-  iterations: 3
-)";
-
-class NightlyTest : public ::testing::Test {
- protected:
-  NightlyTest()
-      : clock_(Utc(2026, 1, 1)), lab_(HostEntries(), [this](const std::string& e) {
-          if (e == "nightly") return switched_ ? 12.0 : 10.0;
-          return EntryValue(e);
-        }) {}
-
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-nightly-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    Open();
-  }
-  void TearDown() override {
-    Close();
-    std::filesystem::remove_all(dir_);
-  }
-
-  std::string Db() const { return (dir_ / "fleet.db").string(); }
-
-  void Open() {
-    // Synchronous writes, as the core's own unit tests: the sim lab drives the controller
-    // from this thread and expects each assignment within the call that causes it.
-    store_ = *store::Store::Open(Db(), {.writer_thread = false});
-    nightly_store_ = *store::NightlyStore::Open(Db());
-    controller_ = std::make_unique<core::Controller>(
-        *store_, core::ControllerOptions{}, [this] { return absl::ToUnixMillis(clock_.Now()); });
-    NightlyOptions options;
-    options.clock = &clock_;
-    nightly_ = std::make_unique<Nightly>(*controller_, *nightly_store_, options);
-    controller_->AddObserver(nightly_.get());
-    lab_.Connect(*controller_);
-  }
-  // As a kill -9 would leave it: whatever was only in memory is gone.
-  void Close() {
-    controller_.reset();
-    nightly_.reset();
-    nightly_store_.reset();
-    store_.reset();
-  }
-
-  // Lets the lab, the core and the nightly unit work until `done` (or a bound).
-  void Settle(const std::function<bool()>& done = [] { return false; }) {
-    for (int i = 0; i < 400 && !done(); ++i) {
-      nightly_->RunPendingForTest();
-      lab_.Drive();
-      controller_->DeliverObserverCallsForTest();
-    }
-  }
-
-  v1::BisectState Bisect(const std::string& id) { return nightly_->GetBisect(id)->state(); }
-
-  std::vector<v1::Regression> Regressions() {
-    absl::StatusOr<v1::ListRegressionsResponse> list = nightly_->ListRegressions({});
-    EXPECT_TRUE(list.ok()) << list.status();
-    if (!list.ok()) return {};
-    return std::vector<v1::Regression>(list->regressions().begin(), list->regressions().end());
-  }
-
-  FakeClock clock_;
-  bool switched_ = false;
-  SimLab lab_;
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<store::NightlyStore> nightly_store_;
-  std::unique_ptr<core::Controller> controller_;
-  std::unique_ptr<Nightly> nightly_;
-};
-
-constexpr char kScheduleYaml[] = R"(
-name: pipetest-nightly
-cron: "0 2 * * *"
-run:
-  name: pipetest-nightly
-  benchmark: pipetest
-  params: {loops: 1000}
-  iterations: 3
-  arms: [{name: nightly, boot_entry: nightly}]
-)";
 
 TEST_F(NightlyTest, AMonthOfNightsFlagsTheSwitchOnceAndNothingBefore) {
   lab_.releases["nightly"] = "6.1.0-47-amd64";

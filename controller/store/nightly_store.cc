@@ -114,6 +114,46 @@ absl::StatusOr<v1::Regression> RegressionFromRow(const Statement& q) {
   return r;
 }
 
+absl::StatusOr<v1::Regression> LoadRegression(Database& db, int64_t id) {
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("SELECT id, regression, status, updated_ms FROM"
+                                               " regressions WHERE id = ?1"));
+  q.Bind(1, id);
+  TLB_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("regression ", id, " does not exist"));
+  return RegressionFromRow(q);
+}
+
+absl::Status StoreRegression(Database& db, int64_t id, const v1::Regression& regression,
+                             int64_t now_ms) {
+  v1::Regression stored = regression;
+  stored.clear_id();
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("UPDATE regressions SET regression = ?2,"
+                                               " status = ?3, updated_ms = ?4 WHERE id = ?1"));
+  TLB_RETURN_IF_ERROR(q.Bind(1, id)
+                          .BindBlob(2, stored.SerializeAsString())
+                          .Bind(3, StatusText(regression.status()))
+                          .Bind(4, now_ms)
+                          .Run());
+  if (db.Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("regression ", id, " does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreBisect(Database& db, int64_t id, const v1::BisectState& state, int64_t now_ms) {
+  TLB_ASSIGN_OR_RETURN(Statement q, db.Prepare("UPDATE bisects SET state = ?2, status = ?3,"
+                                               " updated_ms = ?4 WHERE id = ?1"));
+  TLB_RETURN_IF_ERROR(q.Bind(1, id)
+                          .BindBlob(2, state.SerializeAsString())
+                          .Bind(3, v1::BisectStatus_Name(state.status()))
+                          .Bind(4, now_ms)
+                          .Run());
+  if (db.Changes() == 0) {
+    return absl::NotFoundError(absl::StrCat("bisect ", state.id(), " does not exist"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::BisectState> BisectFromRow(const Statement& q) {
   TLB_ASSIGN_OR_RETURN(v1::BisectState state,
                        ParseBlob<v1::BisectState>(q, 1, absl::StrCat("bisect ", q.Int(0))));
@@ -145,6 +185,7 @@ absl::StatusOr<std::unique_ptr<NightlyStore>> NightlyStore::Open(const std::stri
 absl::StatusOr<v1::Schedule> NightlyStore::AddSchedule(const v1::ScheduleSpec& spec,
                                                        const std::string& spec_yaml,
                                                        int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("AddSchedule", /*write=*/true));
   absl::MutexLock lock(&mu_);
   int64_t id = 0;
   TLB_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> absl::Status {
@@ -171,6 +212,7 @@ absl::StatusOr<v1::Schedule> NightlyStore::AddSchedule(const v1::ScheduleSpec& s
 }
 
 absl::StatusOr<std::vector<v1::Schedule>> NightlyStore::ListSchedules() {
+  TLB_RETURN_IF_ERROR(Fault("ListSchedules", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare(absl::StrCat("SELECT ", kScheduleColumns,
                                                               " FROM schedules ORDER BY id")));
@@ -184,6 +226,7 @@ absl::StatusOr<std::vector<v1::Schedule>> NightlyStore::ListSchedules() {
 }
 
 absl::StatusOr<v1::Schedule> NightlyStore::GetSchedule(const std::string& id) {
+  TLB_RETURN_IF_ERROR(Fault("GetSchedule", /*write=*/false));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
   return LoadSchedule(*db_, rid);
@@ -191,6 +234,7 @@ absl::StatusOr<v1::Schedule> NightlyStore::GetSchedule(const std::string& id) {
 
 absl::StatusOr<v1::Schedule> NightlyStore::SetPaused(const std::string& id, bool paused,
                                                      int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("SetPaused", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
   TLB_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> absl::Status {
@@ -208,6 +252,7 @@ absl::StatusOr<v1::Schedule> NightlyStore::SetPaused(const std::string& id, bool
 }
 
 absl::StatusOr<v1::Schedule> NightlyStore::RemoveSchedule(const std::string& id) {
+  TLB_RETURN_IF_ERROR(Fault("RemoveSchedule", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
   v1::Schedule removed;
@@ -221,6 +266,7 @@ absl::StatusOr<v1::Schedule> NightlyStore::RemoveSchedule(const std::string& id)
 
 absl::Status NightlyStore::TakeSlot(const std::string& id, int64_t slot_ms,
                                     const Submission& submission, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("TakeSlot", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
   return InTransaction(*db_, [&]() -> absl::Status {
@@ -246,6 +292,7 @@ absl::Status NightlyStore::TakeSlot(const std::string& id, int64_t slot_ms,
 // --- submissions --------------------------------------------------------------------------
 
 absl::Status NightlyStore::BeginSubmission(const Submission& submission, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("BeginSubmission", /*write=*/true));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q,
                        db_->Prepare("INSERT OR IGNORE INTO nightly_submissions(name, owner,"
@@ -258,6 +305,7 @@ absl::Status NightlyStore::BeginSubmission(const Submission& submission, int64_t
 }
 
 absl::StatusOr<std::vector<Submission>> NightlyStore::PendingSubmissions() {
+  TLB_RETURN_IF_ERROR(Fault("PendingSubmissions", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT name, owner, spec_yaml, run_id FROM"
                                                  " nightly_submissions WHERE run_id = ''"
@@ -272,17 +320,20 @@ absl::StatusOr<std::vector<Submission>> NightlyStore::PendingSubmissions() {
 }
 
 absl::StatusOr<std::optional<Submission>> NightlyStore::SubmissionOfRun(const std::string& run_id) {
+  TLB_RETURN_IF_ERROR(Fault("SubmissionOfRun", /*write=*/false));
   absl::MutexLock lock(&mu_);
   return LoadSubmission(*db_, "run_id", run_id);
 }
 
 absl::StatusOr<std::optional<Submission>> NightlyStore::SubmissionNamed(const std::string& name) {
+  TLB_RETURN_IF_ERROR(Fault("SubmissionNamed", /*write=*/false));
   absl::MutexLock lock(&mu_);
   return LoadSubmission(*db_, "name", name);
 }
 
 absl::Status NightlyStore::RecordSubmission(const std::string& name, const std::string& run_id,
                                             const v1::BisectState* bisect, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("RecordSubmission", /*write=*/true));
   absl::MutexLock lock(&mu_);
   return InTransaction(*db_, [&]() -> absl::Status {
     TLB_ASSIGN_OR_RETURN(std::optional<Submission> s, LoadSubmission(*db_, "name", name));
@@ -294,19 +345,20 @@ absl::Status NightlyStore::RecordSubmission(const std::string& name, const std::
     TLB_RETURN_IF_ERROR(q.Bind(1, name).Bind(2, run_id).Run());
     if (absl::StartsWith(s->owner, "schedule:") && s->run_id.empty()) {
       TLB_ASSIGN_OR_RETURN(int64_t sid, ParseRowId(s->owner.substr(9), "owner"));
-      TLB_ASSIGN_OR_RETURN(Statement u, db_->Prepare("UPDATE schedules SET last_run_id = ?2,"
-                                                     " runs = runs + 1 WHERE id = ?1"));
-      TLB_RETURN_IF_ERROR(u.Bind(1, sid).Bind(2, run_id).Run());
+      // A slot recorded late (its first recording failed) is not the last run when a later
+      // slot's run was recorded meanwhile.
+      TLB_ASSIGN_OR_RETURN(
+          Statement u,
+          db_->Prepare("UPDATE schedules SET runs = runs + 1, last_run_id = CASE WHEN EXISTS"
+                       " (SELECT 1 FROM nightly_submissions later WHERE later.owner = ?3 AND"
+                       " later.run_id NOT IN ('', '-') AND later.created_ms >"
+                       " (SELECT created_ms FROM nightly_submissions WHERE name = ?4))"
+                       " THEN last_run_id ELSE ?2 END WHERE id = ?1"));
+      TLB_RETURN_IF_ERROR(u.Bind(1, sid).Bind(2, run_id).Bind(3, s->owner).Bind(4, name).Run());
     }
     if (bisect != nullptr) {
       TLB_ASSIGN_OR_RETURN(int64_t bid, ParseRowId(bisect->id(), "bisect id"));
-      TLB_ASSIGN_OR_RETURN(Statement b, db_->Prepare("UPDATE bisects SET state = ?2, status = ?3,"
-                                                     " updated_ms = ?4 WHERE id = ?1"));
-      TLB_RETURN_IF_ERROR(b.Bind(1, bid)
-                              .BindBlob(2, bisect->SerializeAsString())
-                              .Bind(3, v1::BisectStatus_Name(bisect->status()))
-                              .Bind(4, now_ms)
-                              .Run());
+      TLB_RETURN_IF_ERROR(StoreBisect(*db_, bid, *bisect, now_ms));
     }
     return absl::OkStatus();
   });
@@ -315,6 +367,7 @@ absl::Status NightlyStore::RecordSubmission(const std::string& name, const std::
 // --- series -------------------------------------------------------------------------------
 
 absl::StatusOr<bool> NightlyStore::RunSeen(const std::string& run_id) {
+  TLB_RETURN_IF_ERROR(Fault("RunSeen", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT 1 FROM nightly_runs_seen"
                                                  " WHERE run_id = ?1"));
@@ -324,6 +377,7 @@ absl::StatusOr<bool> NightlyStore::RunSeen(const std::string& run_id) {
 
 absl::StatusOr<std::vector<std::string>> NightlyStore::AppendRun(
     const std::string& run_id, const std::vector<NewPoint>& points, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("AppendRun", /*write=*/true));
   absl::MutexLock lock(&mu_);
   std::vector<std::string> touched;
   TLB_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> absl::Status {
@@ -375,6 +429,7 @@ absl::StatusOr<std::vector<std::string>> NightlyStore::AppendRun(
 }
 
 absl::StatusOr<v1::Series> NightlyStore::GetSeries(const std::string& id, bool with_points) {
+  TLB_RETURN_IF_ERROR(Fault("GetSeries", /*write=*/false));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "series"));
   absl::MutexLock lock(&mu_);
   return LoadSeries(*db_, rid, with_points);
@@ -383,6 +438,7 @@ absl::StatusOr<v1::Series> NightlyStore::GetSeries(const std::string& id, bool w
 absl::StatusOr<std::vector<v1::Series>> NightlyStore::ListSeries(const std::string& benchmark,
                                                                  const std::string& metric,
                                                                  bool with_points) {
+  TLB_RETURN_IF_ERROR(Fault("ListSeries", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT id FROM series WHERE (?1 = '' OR"
                                                  " benchmark = ?1) AND (?2 = '' OR metric = ?2)"
@@ -402,6 +458,7 @@ absl::StatusOr<std::vector<v1::Series>> NightlyStore::ListSeries(const std::stri
 }
 
 absl::StatusOr<std::set<std::string>> NightlyStore::KnownFindings(const std::string& series_id) {
+  TLB_RETURN_IF_ERROR(Fault("KnownFindings", /*write=*/false));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(series_id, "series"));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT first_bad_run FROM series_findings"
@@ -418,6 +475,7 @@ absl::StatusOr<std::set<std::string>> NightlyStore::KnownFindings(const std::str
 
 absl::Status NightlyStore::AddImprovement(const std::string& series_id,
                                           const std::string& first_run) {
+  TLB_RETURN_IF_ERROR(Fault("AddImprovement", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(series_id, "series"));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("INSERT OR IGNORE INTO series_findings("
@@ -430,6 +488,7 @@ absl::Status NightlyStore::AddImprovement(const std::string& series_id,
 
 absl::StatusOr<v1::Regression> NightlyStore::AddRegression(v1::Regression regression,
                                                            int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("AddRegression", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t series_id, ParseRowId(regression.series_id(), "series_id"));
   regression.clear_id();
   regression.set_status(v1::REGRESSION_OPEN);
@@ -437,6 +496,17 @@ absl::StatusOr<v1::Regression> NightlyStore::AddRegression(v1::Regression regres
   absl::MutexLock lock(&mu_);
   int64_t id = 0;
   TLB_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> absl::Status {
+    // A redo after a write whose outcome was unknown: the first one counts.
+    TLB_ASSIGN_OR_RETURN(Statement known,
+                         db_->Prepare("SELECT kind FROM series_findings WHERE series_id = ?1"
+                                      " AND first_bad_run = ?2"));
+    known.Bind(1, series_id).Bind(2, regression.first_bad_run());
+    TLB_ASSIGN_OR_RETURN(bool found, known.Step());
+    if (found) {
+      return absl::AlreadyExistsError(absl::StrCat("series ", series_id, " has a ", known.Text(0),
+                                                   " at run ", regression.first_bad_run(),
+                                                   " already"));
+    }
     TLB_ASSIGN_OR_RETURN(Statement finding,
                          db_->Prepare("INSERT INTO series_findings(series_id, first_bad_run,"
                                       " kind) VALUES(?1, ?2, 'regression')"));
@@ -455,18 +525,15 @@ absl::StatusOr<v1::Regression> NightlyStore::AddRegression(v1::Regression regres
 }
 
 absl::StatusOr<v1::Regression> NightlyStore::GetRegression(const std::string& id) {
+  TLB_RETURN_IF_ERROR(Fault("GetRegression", /*write=*/false));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
-  TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT id, regression, status, updated_ms FROM"
-                                                 " regressions WHERE id = ?1"));
-  q.Bind(1, rid);
-  TLB_ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::NotFoundError(absl::StrCat("regression ", id, " does not exist"));
-  return RegressionFromRow(q);
+  return LoadRegression(*db_, rid);
 }
 
 absl::StatusOr<std::vector<v1::Regression>> NightlyStore::ListRegressions(
     const std::vector<v1::RegressionStatus>& statuses, uint32_t limit) {
+  TLB_RETURN_IF_ERROR(Fault("ListRegressions", /*write=*/false));
   std::vector<std::string> texts;
   for (v1::RegressionStatus s : statuses) texts.push_back(absl::StrCat("'", StatusText(s), "'"));
   const std::string filter =
@@ -488,26 +555,45 @@ absl::StatusOr<std::vector<v1::Regression>> NightlyStore::ListRegressions(
 
 absl::StatusOr<v1::Regression> NightlyStore::UpdateRegression(const v1::Regression& regression,
                                                               int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("UpdateRegression", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(regression.id(), "id"));
   absl::MutexLock lock(&mu_);
-  v1::Regression stored = regression;
-  stored.clear_id();
-  TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("UPDATE regressions SET regression = ?2,"
-                                                 " status = ?3, updated_ms = ?4 WHERE id = ?1"));
-  TLB_RETURN_IF_ERROR(q.Bind(1, rid)
-                          .BindBlob(2, stored.SerializeAsString())
-                          .Bind(3, StatusText(regression.status()))
-                          .Bind(4, now_ms)
-                          .Run());
-  if (db_->Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("regression ", regression.id(), " does not exist"));
-  }
+  TLB_RETURN_IF_ERROR(StoreRegression(*db_, rid, regression, now_ms));
   v1::Regression out = regression;
   out.set_updated_unix(now_ms / 1000);
   return out;
 }
 
+absl::StatusOr<v1::Regression> NightlyStore::SetRegressionStatus(const std::string& id,
+                                                                 v1::RegressionStatus status,
+                                                                 int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("SetRegressionStatus", /*write=*/true));
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
+  absl::MutexLock lock(&mu_);
+  v1::Regression r;
+  TLB_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(r, LoadRegression(*db_, rid));
+    r.set_status(status);
+    return StoreRegression(*db_, rid, r, now_ms);
+  }));
+  r.set_updated_unix(now_ms / 1000);
+  return r;
+}
+
+absl::Status NightlyStore::SetRegressionNote(const std::string& id, const std::string& note,
+                                             int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("SetRegressionNote", /*write=*/true));
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
+  absl::MutexLock lock(&mu_);
+  return InTransaction(*db_, [&]() -> absl::Status {
+    TLB_ASSIGN_OR_RETURN(v1::Regression r, LoadRegression(*db_, rid));
+    r.set_note(note);
+    return StoreRegression(*db_, rid, r, now_ms);
+  });
+}
+
 absl::StatusOr<uint64_t> NightlyStore::CountRegressions(v1::RegressionStatus status) {
+  TLB_RETURN_IF_ERROR(Fault("CountRegressions", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT COUNT(*) FROM regressions"
                                                  " WHERE status = ?1"));
@@ -519,6 +605,7 @@ absl::StatusOr<uint64_t> NightlyStore::CountRegressions(v1::RegressionStatus sta
 // --- bisects ------------------------------------------------------------------------------
 
 absl::StatusOr<std::string> NightlyStore::CreateBisect(int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("CreateBisect", /*write=*/true));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("INSERT INTO bisects(status, state, created_ms,"
                                                  " updated_ms) VALUES('', x'', ?1, ?1)"));
@@ -527,22 +614,30 @@ absl::StatusOr<std::string> NightlyStore::CreateBisect(int64_t now_ms) {
 }
 
 absl::Status NightlyStore::SaveBisect(const v1::BisectState& state, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("SaveBisect", /*write=*/true));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(state.id(), "id"));
   absl::MutexLock lock(&mu_);
-  TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("UPDATE bisects SET state = ?2, status = ?3,"
-                                                 " updated_ms = ?4 WHERE id = ?1"));
-  TLB_RETURN_IF_ERROR(q.Bind(1, rid)
-                          .BindBlob(2, state.SerializeAsString())
-                          .Bind(3, v1::BisectStatus_Name(state.status()))
-                          .Bind(4, now_ms)
-                          .Run());
-  if (db_->Changes() == 0) {
-    return absl::NotFoundError(absl::StrCat("bisect ", state.id(), " does not exist"));
-  }
-  return absl::OkStatus();
+  return StoreBisect(*db_, rid, state, now_ms);
+}
+
+absl::Status NightlyStore::SaveBisectAndNoteRegression(const v1::BisectState& state,
+                                                       const std::string& note, int64_t now_ms) {
+  TLB_RETURN_IF_ERROR(Fault("SaveBisectAndNoteRegression", /*write=*/true));
+  TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(state.id(), "id"));
+  TLB_ASSIGN_OR_RETURN(int64_t regression_id,
+                       ParseRowId(state.spec().regression_id(), "spec.regression_id"));
+  absl::MutexLock lock(&mu_);
+  return InTransaction(*db_, [&]() -> absl::Status {
+    TLB_RETURN_IF_ERROR(StoreBisect(*db_, rid, state, now_ms));
+    TLB_ASSIGN_OR_RETURN(v1::Regression r, LoadRegression(*db_, regression_id));
+    r.set_bisect_id(state.id());
+    r.set_note(note);
+    return StoreRegression(*db_, regression_id, r, now_ms);
+  });
 }
 
 absl::StatusOr<v1::BisectState> NightlyStore::GetBisect(const std::string& id) {
+  TLB_RETURN_IF_ERROR(Fault("GetBisect", /*write=*/false));
   TLB_ASSIGN_OR_RETURN(int64_t rid, ParseRowId(id, "id"));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT id, state FROM bisects WHERE id = ?1"
@@ -555,6 +650,7 @@ absl::StatusOr<v1::BisectState> NightlyStore::GetBisect(const std::string& id) {
 
 absl::StatusOr<std::vector<v1::BisectState>> NightlyStore::ListBisects(uint32_t limit,
                                                                        bool running_only) {
+  TLB_RETURN_IF_ERROR(Fault("ListBisects", /*write=*/false));
   absl::MutexLock lock(&mu_);
   TLB_ASSIGN_OR_RETURN(Statement q,
                        db_->Prepare(absl::StrCat("SELECT id, state FROM bisects WHERE status ",
@@ -568,6 +664,28 @@ absl::StatusOr<std::vector<v1::BisectState>> NightlyStore::ListBisects(uint32_t 
     TLB_ASSIGN_OR_RETURN(out.emplace_back(), BisectFromRow(q));
   }
   return out;
+}
+
+// --- for tests ----------------------------------------------------------------------------
+
+void NightlyStore::SetFaultsForTest(FaultHookForTest hook) {
+  absl::MutexLock lock(&fault_mu_);
+  fault_ = std::move(hook);
+}
+
+void NightlyStore::FailWritesForTest(absl::Status status) {
+  if (status.ok()) {
+    SetFaultsForTest(nullptr);
+    return;
+  }
+  SetFaultsForTest([status = std::move(status)](std::string_view, bool write) {
+    return write ? status : absl::OkStatus();
+  });
+}
+
+absl::Status NightlyStore::Fault(std::string_view method, bool write) {
+  absl::MutexLock lock(&fault_mu_);
+  return fault_ ? fault_(method, write) : absl::OkStatus();
 }
 
 }  // namespace tlbfleet::store

@@ -9,10 +9,12 @@
 // Every method is one transaction. Thread-safe.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -86,27 +88,50 @@ class NightlyStore {
 
   // --- regressions ---
   // Stores a new regression (status open) and its finding; returns it with its id.
+  // ALREADY_EXISTS (and nothing written) when the series has a finding at that first bad run.
   absl::StatusOr<v1::Regression> AddRegression(v1::Regression regression, int64_t now_ms);
   absl::StatusOr<v1::Regression> GetRegression(const std::string& id);
   // Newest first; `statuses` empty = any; `limit` 0 = 100.
   absl::StatusOr<std::vector<v1::Regression>> ListRegressions(
       const std::vector<v1::RegressionStatus>& statuses, uint32_t limit);
   absl::StatusOr<v1::Regression> UpdateRegression(const v1::Regression& regression, int64_t now_ms);
+  // Read, change and write in one transaction, so that the worker's note and a user's status
+  // never overwrite each other. NOT_FOUND for an unknown id.
+  absl::StatusOr<v1::Regression> SetRegressionStatus(const std::string& id,
+                                                     v1::RegressionStatus status, int64_t now_ms);
+  absl::Status SetRegressionNote(const std::string& id, const std::string& note, int64_t now_ms);
   absl::StatusOr<uint64_t> CountRegressions(v1::RegressionStatus status);
 
   // --- bisects ---
   // A new bisection's id (its row holds an empty state until SaveBisect).
   absl::StatusOr<std::string> CreateBisect(int64_t now_ms);
   absl::Status SaveBisect(const v1::BisectState& state, int64_t now_ms);
+  // SaveBisect, and in the same transaction sets the note of the regression the bisection
+  // works for (state.spec().regression_id()) and names the bisection in it: a regression
+  // never names a bisection that was not stored, nor misses one that was.
+  absl::Status SaveBisectAndNoteRegression(const v1::BisectState& state, const std::string& note,
+                                           int64_t now_ms);
   absl::StatusOr<v1::BisectState> GetBisect(const std::string& id);
   // Newest first; `limit` 0 = 100; `running_only` for the ones to resume.
   absl::StatusOr<std::vector<v1::BisectState>> ListBisects(uint32_t limit, bool running_only);
 
+  // --- for tests ---
+  // Called with the method's name before each method touches the database; a status other
+  // than OK fails the call with it, and nothing is read or written. Unset: no faults.
+  using FaultHookForTest = std::function<absl::Status(std::string_view method, bool write)>;
+  void SetFaultsForTest(FaultHookForTest hook);
+  // Every write fails with `status` (OK: none does), as on a full disk, where reads go on.
+  void FailWritesForTest(absl::Status status);
+
  private:
   explicit NightlyStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  absl::Status Fault(std::string_view method, bool write);
 
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex fault_mu_;
+  FaultHookForTest fault_ ABSL_GUARDED_BY(fault_mu_);
 };
 
 // Ids of schedules, regressions, series and bisections are decimal row ids; INVALID_ARGUMENT
