@@ -160,8 +160,9 @@ TEST_F(AppTest, CeilingsRecommendsTheSmallestCeilingNotWorseThanTheBest) {
   EXPECT_THAT(out_.str(), HasSubstr("<- recommended"));
 
   EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7", "--format", "json"}), kExitOk);
-  EXPECT_THAT(out_.str(), HasSubstr(R"("microarch":"IvyBridge")"));
-  EXPECT_THAT(out_.str(), HasSubstr(R"("recommended":33)"));
+  // The report's CeilingRecommendation messages, in protobuf's JSON mapping.
+  EXPECT_THAT(out_.str(), HasSubstr(R"("microarch": "IvyBridge")"));
+  EXPECT_THAT(out_.str(), HasSubstr(R"("recommended": "33")"));
 
   // Another metric than the run has: nothing to recommend, said so, exit 1.
   EXPECT_EQ(Run({"--controller", fleet.address(), "ceilings", "7", "--metric", "nope"}),

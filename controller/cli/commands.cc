@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/format.h"
@@ -312,32 +313,37 @@ int Commands::Compare(const std::string& run_id, const CompareFlags& flags, Outp
 
 int Commands::Profile(const std::string& run_id, const std::vector<std::string>& arms,
                       const std::string& param_value, OutputFormat format, bool flush_sizes) {
-  v1::Run run;
-  grpc::Status status = client_.GetRun(run_id, &run);
+  // The controller's report carries the profiles; the CLI picks arms and renders them.
+  v1::CompareRequest request;
+  request.set_run_id(run_id);
+  request.set_flush_param(param_value);
+  v1::CompareResponse response;
+  grpc::Status status = client_.Compare(request, &response);
   if (!status.ok()) return RpcFailure(status, run_id);
+  const v1::Report& report = response.report();
   std::vector<std::string> order = arms;
-  if (order.empty()) {
-    for (const v1::ArmSpec& arm : run.spec().arms()) order.push_back(arm.name());
-  } else {
-    for (const std::string& arm : arms) {
-      bool known = std::any_of(run.spec().arms().begin(), run.spec().arms().end(),
-                               [&](const v1::ArmSpec& a) { return a.name() == arm; });
-      if (!known)
-        return Error(kExitUsage, fmt::format("--arm: run {} has no arm \"{}\"", run_id, arm));
+  if (order.empty()) order.assign(report.arms().begin(), report.arms().end());
+  for (const std::string& arm : arms) {
+    if (std::find(report.arms().begin(), report.arms().end(), arm) == report.arms().end()) {
+      return Error(kExitUsage, fmt::format("--arm: run {} has no arm \"{}\"", run_id, arm));
     }
   }
-  v1::GetResultsResponse results;
-  status = client_.GetResults(run_id, &results);
-  if (!status.ok()) return RpcFailure(status, run_id);
-  std::vector<v1::Sample> samples;
-  for (const v1::Sample& s : results.samples()) {
-    if (std::find(order.begin(), order.end(), s.arm()) != order.end()) samples.push_back(s);
+  std::vector<const v1::FlushProfile*> chosen;
+  for (const std::string& arm : order) {
+    for (const v1::FlushProfile& p : report.flush_profiles()) {
+      if (p.arm() == arm) chosen.push_back(&p);
+    }
   }
-  std::vector<report::ArmFlushProfile> profiles = report::BuildFlushProfiles(
-      samples, order, param_value.empty() ? std::nullopt : std::optional<std::string>(param_value));
+  if (format == OutputFormat::kJson && !flush_sizes) {
+    std::vector<std::string> objects;
+    for (const v1::FlushProfile* p : chosen) objects.push_back(ToJson(*p));
+    out_ << "[" << absl::StrJoin(objects, ",") << "]\n";
+    return kExitOk;
+  }
+  std::vector<report::ArmFlushProfile> profiles;
+  for (const v1::FlushProfile* p : chosen) profiles.push_back(report::FlushProfileFromProto(*p));
   if (flush_sizes) return PrintFlushSizes(run_id, profiles);
-  out_ << (format == OutputFormat::kJson ? report::RenderFlushProfileJson(profiles)
-                                         : report::RenderFlushProfileText(profiles));
+  out_ << report::RenderFlushProfileText(profiles);
   return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 // An in-process FleetService for the CLI tests: listens on 127.0.0.1 port 0, answers from
 // canned messages and records what it was asked. Thread-safe (gRPC calls it from its pool).
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "controller/cli/clock.h"
+#include "controller/report/compare.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -50,7 +52,11 @@ class FakeFleet final : public tlbfleet::v1::FleetService::Service {
   void SetCancelled(tlbfleet::v1::Run r) { Set(&cancelled_, r); }
   void SetHosts(tlbfleet::v1::ListHostsResponse r) { Set(&hosts_, r); }
   void SetResults(tlbfleet::v1::GetResultsResponse r) { Set(&results_, r); }
-  void SetCompare(tlbfleet::v1::CompareResponse r) { Set(&compare_, r); }
+  void SetCompare(tlbfleet::v1::CompareResponse r) {
+    Set(&compare_, r);
+    std::lock_guard<std::mutex> lock(mu_);
+    compare_set_ = true;
+  }
 
   tlbfleet::v1::SubmitRunRequest last_submit() { return Get(last_submit_); }
   tlbfleet::v1::CompareRequest last_compare() { return Get(last_compare_); }
@@ -104,8 +110,32 @@ class FakeFleet final : public tlbfleet::v1::FleetService::Service {
                        tlbfleet::v1::CompareResponse* response) override {
     std::lock_guard<std::mutex> lock(mu_);
     last_compare_ = *request;
-    *response = compare_;
-    return status_;
+    if (!status_.ok() || compare_set_) {
+      *response = compare_;
+      return status_;
+    }
+    // No scripted answer: the controller's own pipeline over the fake's samples (arms in the
+    // order they first appear), so that the CLI renders what a controller would send.
+    report::RunReportOptions extras;
+    if (!request->flush_param().empty()) extras.flush_param = request->flush_param();
+    extras.ceiling_metric = request->ceiling_metric();
+    report::CompareOptions options;
+    for (const tlbfleet::v1::Sample& s : results_.samples()) {
+      if (std::find(options.arm_order.begin(), options.arm_order.end(), s.arm()) ==
+          options.arm_order.end()) {
+        options.arm_order.push_back(s.arm());
+      }
+    }
+    const std::vector<tlbfleet::v1::Sample> samples(results_.samples().begin(),
+                                                    results_.samples().end());
+    absl::StatusOr<tlbfleet::v1::CompareResponse> built =
+        report::CompareRunSamples(samples, options, "fake", extras);
+    if (!built.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(built.status().message()));
+    }
+    *response = *std::move(built);
+    return grpc::Status::OK;
   }
 
  private:
@@ -135,6 +165,7 @@ class FakeFleet final : public tlbfleet::v1::FleetService::Service {
   tlbfleet::v1::ListHostsResponse hosts_ ABSL_GUARDED_BY(mu_);
   tlbfleet::v1::GetResultsResponse results_ ABSL_GUARDED_BY(mu_);
   tlbfleet::v1::CompareResponse compare_ ABSL_GUARDED_BY(mu_);
+  bool compare_set_ ABSL_GUARDED_BY(mu_) = false;
   tlbfleet::v1::CompareRequest last_compare_ ABSL_GUARDED_BY(mu_);
 };
 

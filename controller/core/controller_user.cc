@@ -150,6 +150,17 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_i
   return Compare(request);
 }
 
+namespace {
+
+report::RunReportOptions ReportOptionsFromRequest(const v1::CompareRequest& request) {
+  report::RunReportOptions extras;
+  if (!request.flush_param().empty()) extras.flush_param = request.flush_param();
+  extras.ceiling_metric = request.ceiling_metric();
+  return extras;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest& request) {
   const std::string& run_id = request.run_id();
   TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
@@ -174,9 +185,11 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest
           absl::StrCat("baseline: across runs the arms are ", absl::StrJoin(merged.arm_order, ", "),
                        "; no arm is named \"", options.baseline, "\""));
     }
+    report::RunReportOptions extras = ReportOptionsFromRequest(request);
+    extras.spec = &merged.spec;
+    extras.across_runs_note = merged.note;
     TLB_ASSIGN_OR_RETURN(v1::CompareResponse response,
-                         report::CompareRunSamples(merged.samples, options, merged.title,
-                                                   &merged.spec, merged.note));
+                         report::CompareRunSamples(merged.samples, options, merged.title, extras));
     response.mutable_report()->set_run_id(run_id);
     return response;
   }
@@ -197,8 +210,10 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest
                                          run.spec().name(), "), ", v1::RunState_Name(run.state()));
   // The same comparison the CLI computes for JSON/CSV and offline CSV: one pipeline from the
   // samples to the Report (with verdicts) and its text.
+  report::RunReportOptions extras = ReportOptionsFromRequest(request);
+  extras.spec = &run.spec();
   TLB_ASSIGN_OR_RETURN(v1::CompareResponse response,
-                       report::CompareRunSamples(samples, options, title, &run.spec()));
+                       report::CompareRunSamples(samples, options, title, extras));
   response.mutable_report()->set_run_id(run_id);
   return response;
 }

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/json.h"
 
 namespace tlbfleet::report {
 namespace {
@@ -42,6 +41,7 @@ absl::StatusOr<std::vector<CeilingRecommendation>> RecommendCeilings(
   for (const v1::Sample& s : samples) {
     if (s.param_name() != kCeiling) continue;
     sweep = true;
+    if (!s.excluded().empty()) continue;  // measured again elsewhere (Sample.excluded)
     if (!s.series().empty() || !std::isfinite(s.value())) continue;
     if (!metric.empty() && s.metric() != metric) continue;
     int64_t ceiling = 0;
@@ -186,27 +186,57 @@ std::string RenderCeilingReport(const std::vector<CeilingRecommendation>& recomm
   return out;
 }
 
-std::string RenderCeilingReportJson(const std::vector<CeilingRecommendation>& recommendations) {
-  std::vector<std::string> items;
-  for (const CeilingRecommendation& rec : recommendations) {
-    std::vector<std::string> values;
-    for (const CeilingValue& v : rec.values) {
-      auto num = [](const std::optional<double>& x) {
-        return x ? absl::StrFormat("%.10g", *x) : std::string("null");
-      };
-      values.push_back(absl::StrFormat(
-          R"({"ceiling":%d,"mean":%.10g,"samples":%u,"boots":%u,"verdict":%s,"ratio":%s,"ratio_low":%s,"ratio_high":%s})",
-          v.ceiling, v.mean, v.samples, v.boots, JsonQuote(v.verdict), num(v.ratio),
-          num(v.ratio_low), num(v.ratio_high)));
-    }
-    items.push_back(absl::StrFormat(
-        R"({"microarch":%s,"arm":%s,"metric":%s,"unit":%s,"lower_is_better":%s,"best":%d,"recommended":%d,"recommended_verdict":%s,"values":[%s],"flush_profile":%s})",
-        JsonQuote(rec.microarch), JsonQuote(rec.arm), JsonQuote(rec.metric), JsonQuote(rec.unit),
-        rec.direction == stats::Direction::kLowerIsBetter ? "true" : "false", rec.best,
-        rec.recommended, JsonQuote(rec.recommended_verdict), absl::StrJoin(values, ","),
-        rec.profile ? RenderFlushProfileJson({*rec.profile}) : "null"));
+v1::CeilingRecommendation CeilingRecommendationToProto(const CeilingRecommendation& rec) {
+  v1::CeilingRecommendation out;
+  out.set_microarch(rec.microarch);
+  out.set_arm(rec.arm);
+  out.set_metric(rec.metric);
+  out.set_unit(rec.unit);
+  out.set_better(rec.direction == stats::Direction::kLowerIsBetter ? v1::BETTER_LOWER
+                                                                   : v1::BETTER_HIGHER);
+  for (const CeilingValue& v : rec.values) {
+    v1::CeilingRecommendation::Value* value = out.add_values();
+    value->set_ceiling(v.ceiling);
+    value->set_mean(v.mean);
+    value->set_samples(v.samples);
+    value->set_boots(static_cast<uint32_t>(v.boots));
+    value->set_verdict(v.verdict);
+    if (v.ratio) value->set_ratio(*v.ratio);
+    if (v.ratio_low) value->set_ratio_low(*v.ratio_low);
+    if (v.ratio_high) value->set_ratio_high(*v.ratio_high);
   }
-  return absl::StrCat("[", absl::StrJoin(items, ",\n "), "]\n");
+  out.set_best(rec.best);
+  out.set_recommended(rec.recommended);
+  out.set_recommended_verdict(rec.recommended_verdict);
+  if (rec.profile) *out.mutable_flush_profile() = FlushProfileToProto(*rec.profile);
+  return out;
+}
+
+CeilingRecommendation CeilingRecommendationFromProto(const v1::CeilingRecommendation& rec) {
+  CeilingRecommendation out;
+  out.microarch = rec.microarch();
+  out.arm = rec.arm();
+  out.metric = rec.metric();
+  out.unit = rec.unit();
+  out.direction = rec.better() == v1::BETTER_LOWER ? stats::Direction::kLowerIsBetter
+                                                   : stats::Direction::kHigherIsBetter;
+  for (const v1::CeilingRecommendation::Value& v : rec.values()) {
+    CeilingValue value;
+    value.ceiling = v.ceiling();
+    value.mean = v.mean();
+    value.samples = v.samples();
+    value.boots = v.boots();
+    value.verdict = v.verdict();
+    if (v.has_ratio()) value.ratio = v.ratio();
+    if (v.has_ratio_low()) value.ratio_low = v.ratio_low();
+    if (v.has_ratio_high()) value.ratio_high = v.ratio_high();
+    out.values.push_back(std::move(value));
+  }
+  out.best = rec.best();
+  out.recommended = rec.recommended();
+  out.recommended_verdict = rec.recommended_verdict();
+  if (rec.has_flush_profile()) out.profile = FlushProfileFromProto(rec.flush_profile());
+  return out;
 }
 
 }  // namespace tlbfleet::report

@@ -52,6 +52,9 @@ absl::StatusOr<std::vector<CeilingRecommendation>> RecommendCeilings(
 // For people: per recommendation a text plot of the metric against the ceiling (a bar per
 // value, its mean and verdict against the best), the recommendation, and the flush profile.
 std::string RenderCeilingReport(const std::vector<CeilingRecommendation>& recommendations);
-std::string RenderCeilingReportJson(const std::vector<CeilingRecommendation>& recommendations);
+// The recommendation as the proto Report carries it (Report.ceiling_recommendations), and back
+// for RenderCeilingReport.
+v1::CeilingRecommendation CeilingRecommendationToProto(const CeilingRecommendation& rec);
+CeilingRecommendation CeilingRecommendationFromProto(const v1::CeilingRecommendation& rec);
 
 }  // namespace tlbfleet::report

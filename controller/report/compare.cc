@@ -17,6 +17,8 @@
 #include "absl/strings/str_join.h"
 #include "controller/report/arm_ceilings.h"
 #include "controller/report/arm_hosts.h"
+#include "controller/report/ceiling_sweep.h"
+#include "controller/report/flush_profile.h"
 #include "controller/report/render.h"
 #include "controller/stats/summary.h"
 
@@ -279,23 +281,38 @@ absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareReques
 absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
                                                       const CompareOptions& options,
                                                       const std::string& title,
-                                                      const v1::RunSpec* spec,
-                                                      const std::string& across_runs_note) {
+                                                      const RunReportOptions& extras) {
   absl::StatusOr<Comparison> comparison = Compare(ObservationsFromSamples(samples), options);
   if (!comparison.ok()) return comparison.status();
-  if (!across_runs_note.empty()) {
+  if (!extras.across_runs_note.empty()) {
     for (GroupResult& group : comparison->groups) {
-      for (size_t i = 1; i < group.arms.size(); ++i)
-        group.arms[i].notes.push_back(across_runs_note);
+      for (size_t i = 1; i < group.arms.size(); ++i) {
+        group.arms[i].notes.push_back(extras.across_runs_note);
+      }
     }
   }
-  if (spec != nullptr) AttachArmCeilings(samples, *spec, &*comparison);
+  if (extras.spec != nullptr) AttachArmCeilings(samples, *extras.spec, &*comparison);
   AttachArmHosts(samples, &*comparison);
   v1::CompareResponse response;
-  *response.mutable_report() = ReportFromComparison(*comparison);
-  response.mutable_report()->set_title(title);
-  if (!across_runs_note.empty()) response.mutable_report()->set_scope("across runs");
-  response.set_text(RenderReportText(response.report()));
+  v1::Report& report = *response.mutable_report();
+  report = ReportFromComparison(*comparison);
+  report.set_title(title);
+  if (!extras.across_runs_note.empty()) report.set_scope("across runs");
+  for (const ArmFlushProfile& p :
+       BuildFlushProfiles(samples, comparison->arms, extras.flush_param)) {
+    *report.add_flush_profiles() = FlushProfileToProto(p);
+  }
+  // Not a ceiling sweep (FAILED_PRECONDITION): no recommendations, and why.
+  absl::StatusOr<std::vector<CeilingRecommendation>> recs =
+      RecommendCeilings(samples, extras.ceiling_metric);
+  if (recs.ok()) {
+    for (const CeilingRecommendation& rec : *recs) {
+      *report.add_ceiling_recommendations() = CeilingRecommendationToProto(rec);
+    }
+  } else {
+    report.set_ceiling_recommendations_unavailable(std::string(recs.status().message()));
+  }
+  response.set_text(RenderReportText(report));
   return response;
 }
 

@@ -2,6 +2,7 @@
 // A comparison (comparison.h) as the proto Report the Compare RPC and the HTTP API return,
 // and that Report as compare-kernels text.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,16 +35,25 @@ absl::StatusOr<v1::Report> BuildReport(const std::vector<v1::Sample>& samples,
 // keep CompareOptions' defaults. INVALID_ARGUMENT naming the field for an invalid value.
 absl::StatusOr<CompareOptions> CompareOptionsFromRequest(const v1::CompareRequest& request);
 
-// What the Compare RPC answers for a run's samples: the Report (with `title`) and its text
-// (RenderReportText). `options.arm_order`
-// is the run's arms, baseline first; `spec` (when given) adds each arm's flush ceiling
-// (AttachArmCeilings). Errors as Compare.
-// `across_runs_note` (non-empty for arms of different runs, cross_run.h): added to every
-// verdict's notes, and the report's scope is "across runs".
+// What a run's report holds beside the comparison.
+struct RunReportOptions {
+  // The run's spec: each arm's flush ceiling (AttachArmCeilings). Null: not known.
+  const v1::RunSpec* spec = nullptr;
+  // Flush profiles at this sweep value only; nullopt: over every sweep value.
+  std::optional<std::string> flush_param;
+  std::string ceiling_metric;  // a ceiling sweep's recommendations for this metric ("" = all)
+  // Non-empty for arms of different runs (cross_run.h): added to every verdict's notes, and
+  // the report's scope is "across runs".
+  std::string across_runs_note;
+};
+
+// What the Compare RPC answers for a run's samples: the Report (with `title`) — the
+// comparison, each arm's hosts and ceiling, the flush profiles, a ceiling sweep's
+// recommendations — and its text (RenderReportText). `options.arm_order` is the run's arms,
+// baseline first. Errors as Compare.
 absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Sample>& samples,
                                                       const CompareOptions& options,
                                                       const std::string& title,
-                                                      const v1::RunSpec* spec = nullptr,
-                                                      const std::string& across_runs_note = "");
+                                                      const RunReportOptions& extras = {});
 
 }  // namespace tlbfleet::report

@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/json.h"
 
 namespace tlbfleet::report {
 
@@ -99,6 +98,7 @@ std::vector<ArmFlushProfile> BuildFlushProfiles(const std::vector<v1::Sample>& s
   std::map<std::string, std::map<std::string, std::map<std::string, IterationCost>>> costs;
   for (const v1::Sample& s : samples) {
     if (!IsProfileMetric(s.metric())) continue;
+    if (!s.excluded().empty()) continue;  // measured again elsewhere (Sample.excluded)
     if (param_value && s.param_value() != *param_value) continue;
     if (std::find(order.begin(), order.end(), s.arm()) == order.end()) order.push_back(s.arm());
     ArmFlushProfile& p = by_arm[s.arm()];
@@ -298,62 +298,87 @@ std::string RenderFlushProfileText(const std::vector<ArmFlushProfile>& profiles)
   return out;
 }
 
-std::string RenderFlushProfileJson(const std::vector<ArmFlushProfile>& profiles) {
-  std::vector<std::string> arms;
-  auto table = [](const std::map<std::string, double>& buckets,
-                  const std::map<std::string, FlushCost>* cost) {
-    double total = 0;
-    for (const auto& [bucket, events] : buckets) total += events;
-    double cumulative = 0;
-    std::vector<std::string> rows;
+namespace {
+
+// Buckets in table order with their share and running share of `total`, and the cost per
+// call where `cost` has one.
+void AddBuckets(const std::map<std::string, double>& buckets,
+                const std::map<std::string, FlushCost>* cost,
+                google::protobuf::RepeatedPtrField<v1::FlushProfile::Bucket>* out) {
+  double total = 0;
+  for (const auto& [bucket, events] : buckets) total += events;
+  double cumulative = 0;
+  for (const std::string& bucket : PageBucketOrder()) {
+    auto it = buckets.find(bucket);
+    if (it == buckets.end()) continue;
+    cumulative += it->second;
+    v1::FlushProfile::Bucket* b = out->Add();
+    b->set_bucket(bucket);
+    b->set_events(it->second);
+    b->set_percent(total > 0 ? 100 * it->second / total : 0.0);
+    b->set_cumulative_percent(total > 0 ? 100 * cumulative / total : 0.0);
+    if (cost == nullptr) continue;
+    if (auto c = cost->find(bucket); c != cost->end()) {
+      b->set_calls(c->second.calls);
+      b->set_cost_mean(c->second.mean);
+      b->set_cost_p50(c->second.p50);
+      b->set_cost_p90(c->second.p90);
+      b->set_cost_p99(c->second.p99);
+    }
+  }
+}
+
+}  // namespace
+
+v1::FlushProfile FlushProfileToProto(const ArmFlushProfile& p) {
+  v1::FlushProfile out;
+  out.set_arm(p.arm);
+  out.set_iterations(p.iterations);
+  out.set_lossy_iterations(p.lossy_iterations);
+  out.set_total(p.PagesTotal());
+  out.set_lost(p.lost);
+  out.set_scope(p.HasCross() ? "workload" : "system");
+  AddBuckets(p.pages, nullptr, out.mutable_pages());
+  if (p.HasCross()) AddBuckets(p.Local(), &p.cost, out.mutable_local_mm_shootdowns());
+  for (const auto& [code, events] : p.reasons) {
+    v1::FlushProfile::Reason* r = out.add_reasons();
+    r->set_code(code);
+    r->set_name(FlushReasonName(code));
+    r->set_events(events);
+  }
+  for (const auto& [code, buckets] : p.cross) {
     for (const std::string& bucket : PageBucketOrder()) {
       auto it = buckets.find(bucket);
       if (it == buckets.end()) continue;
-      cumulative += it->second;
-      std::string row =
-          absl::StrFormat(R"({"bucket":%s,"events":%.0f,"percent":%.6g,"cumulative_percent":%.6g)",
-                          JsonQuote(bucket), it->second, total > 0 ? 100 * it->second / total : 0.0,
-                          total > 0 ? 100 * cumulative / total : 0.0);
-      if (cost != nullptr) {
-        auto c = cost->find(bucket);
-        if (c != cost->end()) {
-          absl::StrAppend(&row, absl::StrFormat(R"(,"calls":%.0f,"cost_mean":%.6g,"cost_p50":%.6g,)"
-                                                R"("cost_p90":%.6g,"cost_p99":%.6g)",
-                                                c->second.calls, c->second.mean, c->second.p50,
-                                                c->second.p90, c->second.p99));
-        }
-      }
-      rows.push_back(row + "}");
+      v1::FlushProfile::Cross* c = out.add_cross();
+      c->set_code(code);
+      c->set_bucket(bucket);
+      c->set_events(it->second);
     }
-    return absl::StrJoin(rows, ",");
-  };
-  for (const ArmFlushProfile& p : profiles) {
-    std::vector<std::string> reasons;
-    for (const auto& [code, events] : p.reasons) {
-      reasons.push_back(absl::StrFormat(R"({"code":%d,"name":%s,"events":%.0f})", code,
-                                        JsonQuote(FlushReasonName(code)), events));
-    }
-    std::vector<std::string> cross;
-    for (const auto& [code, buckets] : p.cross) {
-      for (const std::string& bucket : PageBucketOrder()) {
-        auto it = buckets.find(bucket);
-        if (it == buckets.end()) continue;
-        cross.push_back(absl::StrFormat(R"({"code":%d,"bucket":%s,"events":%.0f})", code,
-                                        JsonQuote(bucket), it->second));
-      }
-    }
-    std::vector<std::string> unavailable;
-    for (const std::string& why : p.cost_unavailable) unavailable.push_back(JsonQuote(why));
-    arms.push_back(absl::StrFormat(
-        R"({"arm":%s,"iterations":%u,"total":%.0f,"lost":%.0f,"lossy_iterations":%u,)"
-        R"("scope":%s,"pages":[%s],"reasons":[%s],"local_mm_shootdowns":[%s],"cross":[%s],)"
-        R"("cost_unit":%s,"cost_unavailable":[%s],"invlpgb":%s})",
-        JsonQuote(p.arm), p.iterations, p.PagesTotal(), p.lost, p.lossy_iterations,
-        JsonQuote(p.HasCross() ? "workload" : "system"), table(p.pages, nullptr),
-        absl::StrJoin(reasons, ","), table(p.Local(), &p.cost), absl::StrJoin(cross, ","),
-        JsonQuote(p.cost_unit), absl::StrJoin(unavailable, ","), p.invlpgb ? "true" : "false"));
   }
-  return absl::StrCat("[", absl::StrJoin(arms, ",\n "), "]\n");
+  out.set_cost_unit(p.cost_unit);
+  for (const std::string& why : p.cost_unavailable) out.add_cost_unavailable(why);
+  out.set_invlpgb(p.invlpgb);
+  return out;
+}
+
+ArmFlushProfile FlushProfileFromProto(const v1::FlushProfile& p) {
+  ArmFlushProfile out;
+  out.arm = p.arm();
+  out.iterations = p.iterations();
+  out.lossy_iterations = p.lossy_iterations();
+  out.lost = p.lost();
+  for (const v1::FlushProfile::Bucket& b : p.pages()) out.pages[b.bucket()] = b.events();
+  for (const v1::FlushProfile::Reason& r : p.reasons()) out.reasons[r.code()] = r.events();
+  for (const v1::FlushProfile::Cross& c : p.cross()) out.cross[c.code()][c.bucket()] = c.events();
+  for (const v1::FlushProfile::Bucket& b : p.local_mm_shootdowns()) {
+    if (!b.has_calls()) continue;
+    out.cost[b.bucket()] = {b.calls(), b.cost_mean(), b.cost_p50(), b.cost_p90(), b.cost_p99()};
+  }
+  out.cost_unit = p.cost_unit();
+  out.cost_unavailable.insert(p.cost_unavailable().begin(), p.cost_unavailable().end());
+  out.invlpgb = p.invlpgb();
+  return out;
 }
 
 absl::StatusOr<std::string> FlushSizesFromProfile(const ArmFlushProfile& profile,

@@ -71,13 +71,11 @@ std::string FlushReasonName(int code);
 // notes (lost events, INVLPGB, why no cost). Without a cross table, the old system-wide
 // table of all events.
 std::string RenderFlushProfileText(const std::vector<ArmFlushProfile>& profiles);
-// [{"arm":..., "iterations":N, "total":N, "lost":N, "pages":[{"bucket":"-1","events":N,
-//   "percent":P,"cumulative_percent":C},...], "reasons":[{"code":3,"name":...,"events":N}],
-//   "scope":"workload"|"system", "local_mm_shootdowns":[{"bucket":..,"events":..,"percent":..,
-//   "cumulative_percent":..,"calls":..,"cost_mean":..,"cost_p50":..,"cost_p90":..,
-//   "cost_p99":..}], "cross":[{"code":..,"bucket":..,"events":..}], "cost_unit":..,
-//   "cost_unavailable":[..], "invlpgb":bool, "lossy_iterations":N}]
-std::string RenderFlushProfileJson(const std::vector<ArmFlushProfile>& profiles);
+// The profile as the proto Report carries it (Report.flush_profiles): the raw counts, each
+// table's shares and running shares, the cost per call. FlushProfileFromProto gives back the
+// profile the text renderers take (the derived figures are not read back).
+v1::FlushProfile FlushProfileToProto(const ArmFlushProfile& profile);
+ArmFlushProfile FlushProfileFromProto(const v1::FlushProfile& profile);
 
 // A `flush_sizes` value for the tlbflush workload (docs/workloads/tlbflush.md) from one
 // arm's local mm shootdowns: "size:events,..." over its non-empty buckets. Full flushes

@@ -303,7 +303,9 @@ void CompareRun(benchmark::State& state, Opened* o) {
     }
     tlbfleet::report::CompareOptions options;
     for (const v1::ArmSpec& arm : run->spec().arms()) options.arm_order.push_back(arm.name());
-    auto response = tlbfleet::report::CompareRunSamples(*read, options, "scale", &run->spec());
+    tlbfleet::report::RunReportOptions extras;
+    extras.spec = &run->spec();
+    auto response = tlbfleet::report::CompareRunSamples(*read, options, "scale", extras);
     if (!response.ok() || response->report().groups_size() == 0) {
       Fail(state, response.ok() ? "no rows" : response.status().ToString());
       return;

@@ -87,5 +87,8 @@ export function sideBySide(parts: readonly ReportPart[]): Report {
     rows: 0,
     ceilings: "",
     scope: "across runs",
+    flushProfiles: [],
+    ceilingRecommendations: [],
+    ceilingRecommendationsUnavailable: "",
   };
 }
