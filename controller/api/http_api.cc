@@ -10,6 +10,7 @@
 #include "controller/api/http_json.h"
 #include "controller/api/router.h"
 #include "controller/api/run_event_streams.h"
+#include "controller/report/results_csv.h"
 #include "tlbfleet/v1/auth.pb.h"
 
 namespace tlbfleet::api {
@@ -147,6 +148,27 @@ void HttpApi::Register(Router& router) {
   router.Add(verb::get, "/api/v1/runs/{run_id}", Rpc(&FleetApi::GetRun));
   router.Add(verb::post, "/api/v1/runs/{run_id}/cancel", Rpc(&FleetApi::CancelRun));
   router.Add(verb::get, "/api/v1/runs/{run_id}/results", Rpc(&FleetApi::GetResults), Pool::kSlow);
+  // The samples as `tlbfleet results --format csv` prints them: the dashboard's download is
+  // these bytes, written by the one CSV writer (report/results_csv.h).
+  router.Add(
+      verb::get, "/api/v1/runs/{run_id}/results.csv",
+      [this](HttpRequest& r) -> HttpResponse {
+        Caller caller = CallerFor(r);
+        v1::GetResultsRequest request;
+        absl::Status parsed = SetFromQuery(r, &request);
+        if (parsed.ok()) parsed = SetFromPath(r, &request);
+        if (!parsed.ok()) return ErrorResponse(caller.authenticated() ? parsed : caller.status);
+        absl::StatusOr<v1::GetResultsResponse> results = fleet_.GetResults(caller, request);
+        if (!results.ok()) return ErrorResponse(results.status());
+        HttpResponse out;
+        out.content_type = "text/csv; charset=utf-8";
+        out.body = report::FormatResultsCsv(*results);
+        out.headers.emplace_back(
+            "Content-Disposition",
+            absl::StrCat("attachment; filename=\"run-", request.run_id(), "-samples.csv\""));
+        return out;
+      },
+      Pool::kSlow);
   router.Add(verb::get, "/api/v1/runs/{run_id}/compare", Rpc(&FleetApi::Compare), Pool::kSlow);
   router.Add(verb::get, "/api/v1/workloads", Rpc(&FleetApi::ListWorkloads));
   router.Add(verb::post, "/api/v1/login", [this](HttpRequest& r) { return Login(r); });

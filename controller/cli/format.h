@@ -7,10 +7,20 @@
 #include <string_view>
 #include <vector>
 
+#include "controller/report/results_csv.h"
 #include "google/protobuf/message.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::cli {
+
+// The samples CSV and its helpers live with the report (the HTTP API serves the same bytes).
+using report::BetterName;
+using report::CsvEscape;
+using report::CsvRow;
+using report::FormatDouble;
+using report::FormatResultsCsv;
+using report::ResultsCsvHeader;
+using report::ResultsCsvRow;
 
 // A plain-text table: a header row and data rows, columns padded to their widest cell and
 // separated by two spaces. Trailing spaces are trimmed. Not thread-safe.
@@ -32,15 +42,6 @@ class TextTable {
   std::vector<Align> align_;
   std::vector<std::vector<std::string>> rows_;
 };
-
-// RFC 4180 quoting: a field containing a comma, a double quote, CR or LF is wrapped in double
-// quotes and its quotes are doubled; any other field is returned unchanged.
-std::string CsvEscape(std::string_view field);
-// The escaped fields joined by commas, terminated by '\n'.
-std::string CsvRow(const std::vector<std::string>& fields);
-
-// The shortest decimal form that parses back to exactly `value` ("1.5", "1e+20", "nan").
-std::string FormatDouble(double value);
 
 // UTC, RFC 3339: "2026-11-29T22:50:01Z"; "-" for 0 (never set).
 std::string FormatUnixTime(int64_t unix_seconds);
@@ -64,16 +65,6 @@ std::string ShortAgentId(const std::string& agent_id);
 // REBOOTS, NETSERVER, BOOT ENTRY when a host has them), then each host's boot entries with
 // what they are expected to boot.
 std::string FormatHostsTable(const tlbfleet::v1::ListHostsResponse& hosts);
-
-// The header line of `results --format csv`.
-std::string ResultsCsvHeader();
-// One CSV line per sample, in the column order of ResultsCsvHeader().
-std::string ResultsCsvRow(const tlbfleet::v1::Sample& sample);
-// Header plus every sample.
-std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results);
-
-// "higher", "lower" or "" (unspecified).
-std::string BetterName(tlbfleet::v1::Better better);
 
 // Protobuf's JSON mapping, pretty-printed, proto field names (snake_case), default-valued
 // fields included so scripts can rely on every key. Ends with '\n'. On a serialisation

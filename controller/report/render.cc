@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "controller/report/arm_hosts.h"
+#include "controller/report/results_csv.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -149,13 +150,6 @@ std::string HostsText(const Report& report) {
   return out;
 }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 // The record's column fields (the singular ones), in declaration order.
 std::vector<const google::protobuf::FieldDescriptor*> Columns() {
   const google::protobuf::Descriptor* d = Report::Record::descriptor();
@@ -180,7 +174,7 @@ std::string CsvCell(const Report::Record& r, const google::protobuf::FieldDescri
     case FieldDescriptor::CPPTYPE_BOOL:
       return reflection->GetBool(r, f) ? "true" : "false";
     case FieldDescriptor::CPPTYPE_STRING:
-      return CsvField(reflection->GetString(r, f));
+      return CsvEscape(reflection->GetString(r, f));
     default:
       return "";  // no other types among the record's columns
   }

@@ -98,6 +98,20 @@ TEST_F(HttpApiTest, EveryEndpointOfARunFromSubmitToComparison) {
   EXPECT_NE(results.body.find("\"metric\":\"records_per_sec\""), std::string::npos);
   EXPECT_NE(results.body.find("\"arm\":\"malloc\""), std::string::npos);
 
+  // The samples CSV the dashboard downloads: the very bytes `tlbfleet results` prints.
+  HttpResult csv = Get("/api/v1/runs/" + run_id + "/results.csv");
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.Header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_NE(csv.Header("content-disposition").find("run-" + run_id + "-samples.csv"),
+            std::string::npos);
+  std::string cli;
+  ASSERT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "results",
+                        run_id},
+                       &cli),
+            0);
+  EXPECT_EQ(csv.body, cli);
+  EXPECT_EQ(Get("/api/v1/runs/999999/results.csv").status, 404);
+
   HttpResult compare = Get("/api/v1/runs/" + run_id + "/compare?baseline=malloc");
   EXPECT_EQ(compare.status, 200) << compare.body;
   EXPECT_NE(compare.body.find("\"report\""), std::string::npos);
