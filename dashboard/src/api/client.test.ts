@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { ApiClient, listRunsQuery, type FetchLike } from "./client";
+import { ApiClient, compareQuery, listRunsQuery, type FetchLike } from "./client";
 import {
   ApiUnavailableError,
   InvalidArgumentError,
@@ -163,6 +163,36 @@ describe("ApiClient", () => {
     });
     expect((calls[3]!.init?.headers as Record<string, string>)["X-CSRF-Token"]).toBe("tok-9");
     expect(updated.status).toBe(RegressionStatus.REGRESSION_ACKNOWLEDGED);
+  });
+
+  it("downloads the samples CSV the controller wrote (results.csv), bytes as sent", async () => {
+    const csv = 'run_id,job_id,arm\n7,31,"a,b"\n7,32,é\n';
+    const { fetch, calls } = fakeFetch([
+      new Response(csv, { status: 200, headers: { "Content-Type": "text/csv; charset=utf-8" } }),
+      json(404, { code: "NOT_FOUND", message: "run 99: not found" }),
+    ]);
+    const client = new ApiClient({ fetch });
+    const blob = await client.resultsCsv("7");
+    expect(calls[0]!.url).toBe("/api/v1/runs/7/results.csv");
+    expect((calls[0]!.init?.headers as Record<string, string>).Accept).toBe("text/csv");
+    expect(new Uint8Array(await blob.arrayBuffer())).toEqual(new TextEncoder().encode(csv));
+    // An error is the API's JSON error, typed like any other.
+    await expect(client.resultsCsv("99")).rejects.toBeInstanceOf(NotFoundError);
+    expect(client.isAvailable).toBe(true);
+  });
+
+  it("asks for the run's report, or one across runs, with CompareRequest's fields", async () => {
+    const report = { report: { runId: "7", arms: ["7:a", "8:b"], scope: "across runs" } };
+    const { fetch, calls } = fakeFetch([json(200, report), json(200, report), json(200, report)]);
+    const client = new ApiClient({ fetch });
+    await client.compare("7");
+    expect(calls[0]!.url).toBe("/api/v1/runs/7/compare");
+    await client.compare("7", { baseline: "b", flushParam: "2" });
+    expect(calls[1]!.url).toBe("/api/v1/runs/7/compare?baseline=b&flushParam=2");
+    const r = await client.compare("7", { withRunId: "8", arm: "a", withArm: "b" });
+    expect(calls[2]!.url).toBe("/api/v1/runs/7/compare?withRunId=8&arm=a&withArm=b");
+    expect(r.report?.scope).toBe("across runs");
+    expect(compareQuery({ baseline: "", arm: "", withRunId: "" }).toString()).toBe("");
   });
 
   it("a caller's abort is not an outage", async () => {

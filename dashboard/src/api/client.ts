@@ -13,8 +13,8 @@ import {
 } from "./errors";
 import { LoginResponse, Principal, Role, WhoAmIResponse } from "./gen/tlbfleet/v1/auth";
 import {
+  CompareRequest,
   CompareResponse,
-  GetResultsResponse,
   ListHostsResponse,
   ListRunsRequest,
   ListRunsResponse,
@@ -134,17 +134,32 @@ export class ApiClient {
     return this.call("POST", `/runs/${encodeURIComponent(runId)}/cancel`, Run, { json: {} });
   }
 
-  results(runId: string, signal?: AbortSignal): Promise<GetResultsResponse> {
-    return this.call("GET", `/runs/${encodeURIComponent(runId)}/results`, GetResultsResponse, {
+  /**
+   * The samples as CSV, the bytes `tlbfleet results RUN --format csv` prints (the controller's
+   * one writer): what the Run page downloads.
+   */
+  resultsCsv(runId: string, signal?: AbortSignal): Promise<Blob> {
+    // The bytes as sent, read whole: a body read as a blob is passed to the page with no copy
+    // in Chromium's network log, and the browser test compares the download with that answer.
+    const read = async (r: Response) =>
+      new Blob([await r.arrayBuffer()], { type: r.headers.get("Content-Type") ?? "text/csv" });
+    return this.request("GET", `/runs/${encodeURIComponent(runId)}/results.csv`, read, {
+      accept: "text/csv",
       signal,
     });
   }
 
-  compare(runId: string, baseline = "", signal?: AbortSignal): Promise<CompareResponse> {
-    const query = new URLSearchParams();
-    if (baseline) query.set("baseline", baseline);
+  /**
+   * The run's one report (CompareRequest: baseline, verdict options, `withRunId` with `arm` and
+   * `withArm` across runs, `flushParam`); unset fields are the server's defaults.
+   */
+  compare(
+    runId: string,
+    request: CompareQuery = {},
+    signal?: AbortSignal,
+  ): Promise<CompareResponse> {
     return this.call("GET", `/runs/${encodeURIComponent(runId)}/compare`, CompareResponse, {
-      query,
+      query: compareQuery(request),
       signal,
     });
   }
@@ -233,16 +248,35 @@ export class ApiClient {
     method: "GET" | "POST",
     path: string,
     decoder: Decoder<T>,
-    options: {
-      query?: URLSearchParams;
-      json?: unknown;
-      body?: string;
-      contentType?: string;
-      signal?: AbortSignal;
-      quietUnauthenticated?: boolean;
-    } = {},
+    options: RequestOptions = {},
   ): Promise<T> {
-    const headers: Record<string, string> = { Accept: "application/json" };
+    const parsed = await this.request(
+      method,
+      path,
+      async (r) => {
+        const text = await r.text();
+        try {
+          return text === "" ? {} : (JSON.parse(text) as unknown);
+        } catch {
+          throw new Error(`${method} ${path}: the answer is not JSON`);
+        }
+      },
+      options,
+    );
+    return decoder.fromJSON(parsed);
+  }
+
+  /**
+   * One request. `read` takes the body of a successful answer (an error's is decoded); a body
+   * that cannot be read means the API is not answering properly.
+   */
+  private async request<T>(
+    method: "GET" | "POST",
+    path: string,
+    read: (response: Response) => Promise<T>,
+    options: RequestOptions = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = { Accept: options.accept ?? "application/json" };
     let body: string | undefined;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);
@@ -259,7 +293,8 @@ export class ApiClient {
     const timer = setTimeout(() => timeout.abort(), this.timeoutMs);
     const signal = options.signal ? anySignal([options.signal, timeout.signal]) : timeout.signal;
     let response: Response;
-    let text: string;
+    let result: T | undefined;
+    let errorText = "";
     try {
       response = await this.fetchImpl(url, {
         method,
@@ -269,7 +304,8 @@ export class ApiClient {
         cache: "no-store",
         signal,
       });
-      text = await response.text();
+      if (response.ok) result = await read(response);
+      else errorText = await response.text();
     } catch (e) {
       if (options.signal?.aborted) throw e; // the caller gave up: not an outage
       throw this.unavailable(e);
@@ -277,16 +313,10 @@ export class ApiClient {
       clearTimeout(timer);
     }
     if (!response.ok) {
-      throw this.failed(response.status, text, options.quietUnauthenticated ?? false);
-    }
-    let parsed: unknown;
-    try {
-      parsed = text === "" ? {} : JSON.parse(text);
-    } catch {
-      throw this.unavailable(new Error(`${method} ${path}: the answer is not JSON`));
+      throw this.failed(response.status, errorText, options.quietUnauthenticated ?? false);
     }
     this.setAvailable(true);
-    return decoder.fromJSON(parsed);
+    return result as T;
   }
 
   private unavailable(cause: unknown): ApiUnavailableError {
@@ -318,9 +348,32 @@ export class ApiClient {
   }
 }
 
+interface RequestOptions {
+  query?: URLSearchParams;
+  json?: unknown;
+  body?: string;
+  contentType?: string;
+  /** The Accept header; JSON unless said. */
+  accept?: string;
+  signal?: AbortSignal;
+  quietUnauthenticated?: boolean;
+}
+
+/** What a page may ask of a comparison: CompareRequest but the run, which is in the path. */
+export type CompareQuery = Partial<Omit<CompareRequest, "runId">>;
+
+/** CompareRequest as query parameters: its JSON mapping, defaults left out. */
+export function compareQuery(request: CompareQuery): URLSearchParams {
+  return queryOf(CompareRequest.toJSON(CompareRequest.fromJSON(request)));
+}
+
 /** ListRunsRequest as query parameters: its JSON mapping, repeated fields repeated. */
 export function listRunsQuery(request: Partial<ListRunsRequest>): URLSearchParams {
-  const json = ListRunsRequest.toJSON(ListRunsRequest.fromJSON(request)) as Record<string, unknown>;
+  return queryOf(ListRunsRequest.toJSON(ListRunsRequest.fromJSON(request)));
+}
+
+function queryOf(message: unknown): URLSearchParams {
+  const json = message as Record<string, unknown>;
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(json)) {
     if (Array.isArray(value)) for (const v of value) query.append(key, String(v));

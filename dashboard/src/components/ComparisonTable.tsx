@@ -1,6 +1,9 @@
 // The mmtests compare-kernels table of one metric, and its verdicts.
 import { formatVerdict, type MetricBlock } from "../lib/table";
 
+const SPREAD = "a spread: its % reads lower-is-better (positive = less spread than the baseline)";
+const SIGNIFICANT = "* *: this arm's verdict test is significant (as compare-kernels marks it)";
+
 export function ComparisonBlock({ block }: { block: MetricBlock }) {
   return (
     <div class="block" data-testid={`table-${block.metric}`}>
@@ -20,13 +23,23 @@ export function ComparisonBlock({ block }: { block: MetricBlock }) {
         </thead>
         <tbody>
           {block.rows.map((row) => (
-            <tr key={`${row.stat}/${row.sweep}`}>
+            <tr
+              key={`${row.stat}/${row.sweep}`}
+              class={row.headline ? "headline" : undefined}
+              title={row.spread ? SPREAD : undefined}
+            >
               <th scope="row">{row.stat}</th>
               <td>{row.sweep}</td>
               {row.cells.map((c, i) => (
-                <td class={`num tone-${c.tone}`} key={block.arms[i]}>
+                <td
+                  class={`num tone-${c.tone}${c.significant ? " significant" : ""}`}
+                  key={block.arms[i]}
+                  title={c.significant ? SIGNIFICANT : undefined}
+                >
                   {c.value}
-                  {c.pct && <span class="pct"> ({c.pct})</span>}
+                  {c.pct && (
+                    <span class="pct">{c.significant ? ` *${c.pct}*` : ` (${c.pct})`}</span>
+                  )}
                 </td>
               ))}
             </tr>

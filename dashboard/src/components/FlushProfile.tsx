@@ -1,16 +1,23 @@
-// The TLB flush profile per arm: a histogram of tlb:tlb_flush events by size (share of the
-// arm's events per page bucket, "full flush" first) and a table of events by reason. Side by
-// side, on the same axes, it shows whether the arms really flushed differently.
-import { useEffect, useRef } from "preact/hooks";
+// The TLB flush profile per arm (Report.flush_profiles): a histogram of tlb:tlb_flush events
+// by size (the share of the arm's events per page bucket, "full flush" first), the local mm
+// shootdowns by size with their cost per call (the 2014 table), events by reason, and what
+// makes the counts incomplete. Side by side, on the same axes, it shows whether the arms really
+// flushed differently.
+import { useEffect, useMemo, useRef } from "preact/hooks";
 import uPlot, { type Options } from "uplot";
+import type { FlushProfile } from "../api/gen/tlbfleet/v1/common";
 import {
   bucketLabel,
-  bucketPercents,
-  flushReasonName,
-  seenBuckets,
-  seenReasons,
-  type ArmFlushProfile,
+  countText,
+  hasCost,
+  hasWorkloadTable,
+  percentsOn,
+  percentText,
+  profileNotes,
+  reasonRows,
+  sharedBuckets,
 } from "../lib/flush";
+import { formatValue } from "../lib/format";
 import { armColour } from "./Chart";
 
 function Histogram({
@@ -19,13 +26,13 @@ function Histogram({
   colour,
   yMax,
 }: {
-  profile: ArmFlushProfile;
+  profile: FlushProfile;
   buckets: string[];
   colour: string;
   yMax: number;
 }) {
   const ref = useRef<HTMLDivElement>(null);
-  const percents = bucketPercents(profile, buckets);
+  const percents = useMemo(() => percentsOn(profile, buckets), [profile, buckets]);
   useEffect(() => {
     const el = ref.current;
     if (!el) return;
@@ -66,16 +73,81 @@ function Histogram({
   return (
     <figure class="chart" data-testid={`flush-${profile.arm}`} data-points={points}>
       <figcaption>
-        {profile.arm}: {profile.total.toLocaleString("en")} flushes in {profile.iterations}{" "}
-        iterations
-        {profile.lost > 0 ? `, ${profile.lost.toLocaleString("en")} lost` : ""}
+        {profile.arm}: {countText(profile.total)} flushes in {profile.iterations} iterations
+        {profile.lost > 0 ? `, ${countText(profile.lost)} lost` : ""}
+        {profile.scope === "system" ? " (system-wide)" : ""}
       </figcaption>
       <div ref={ref} role="img" aria-label={`${profile.arm} flush sizes: ${description}`} />
     </figure>
   );
 }
 
-export function FlushProfileView({ profiles }: { profiles: ArmFlushProfile[] }) {
+/** One arm's local mm shootdowns by size: share, running share and, where timed, cost per call. */
+function LocalShootdowns({ profile }: { profile: FlushProfile }) {
+  const rows = profile.localMmShootdowns;
+  const cost = hasCost(rows);
+  const unit = profile.costUnit || "cost";
+  return (
+    <table class="data" data-testid={`flush-local-${profile.arm}`}>
+      <caption>{profile.arm}: local mm shootdowns by size</caption>
+      <thead>
+        <tr>
+          <th scope="col">size</th>
+          <th scope="col" class="num">
+            events
+          </th>
+          <th scope="col" class="num">
+            percent
+          </th>
+          <th scope="col" class="num">
+            percent≤
+          </th>
+          {cost && (
+            <>
+              <th scope="col" class="num">
+                calls
+              </th>
+              <th scope="col" class="num">
+                mean {unit}
+              </th>
+              <th scope="col" class="num">
+                p50
+              </th>
+              <th scope="col" class="num">
+                p90
+              </th>
+              <th scope="col" class="num">
+                p99
+              </th>
+            </>
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((b) => (
+          <tr key={b.bucket}>
+            <th scope="row">{b.bucket === "-1" ? "full flush" : b.bucket}</th>
+            <td class="num">{countText(b.events)}</td>
+            <td class="num">{percentText(b.percent)}</td>
+            <td class="num">{percentText(b.cumulativePercent)}</td>
+            {cost && (
+              <>
+                <td class="num">{countText(b.calls)}</td>
+                <td class="num">{formatValue(b.costMean)}</td>
+                <td class="num">{formatValue(b.costP50)}</td>
+                <td class="num">{formatValue(b.costP90)}</td>
+                <td class="num">{formatValue(b.costP99)}</td>
+              </>
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function FlushProfileView({ profiles }: { profiles: readonly FlushProfile[] }) {
+  const buckets = useMemo(() => sharedBuckets(profiles), [profiles]);
   if (profiles.length === 0) {
     return (
       <p class="muted" data-testid="flush-none">
@@ -83,20 +155,34 @@ export function FlushProfileView({ profiles }: { profiles: ArmFlushProfile[] }) 
       </p>
     );
   }
-  const buckets = seenBuckets(profiles);
-  const reasons = seenReasons(profiles);
+  const reasons = reasonRows(profiles);
+  const notes = profileNotes(profiles);
   const yMax = Math.min(
     100,
-    Math.max(10, ...profiles.flatMap((p) => bucketPercents(p, buckets))) * 1.1,
+    Math.max(10, ...profiles.flatMap((p) => percentsOn(p, buckets))) * 1.1,
   );
   return (
     <div data-testid="flush-profile">
+      <p class="muted small">
+        Every event of each arm by size
+        {hasWorkloadTable(profiles)
+          ? " (the workload's own flushes)"
+          : " (recorded system-wide by an older agent, without the table by reason and size)"}
+        , summed over its iterations by the controller.
+      </p>
       <div class="charts">
         {profiles.map((p, i) => (
           <Histogram key={p.arm} profile={p} buckets={buckets} colour={armColour(i)} yMax={yMax} />
         ))}
       </div>
-      <table class="data">
+      {hasWorkloadTable(profiles) && (
+        <div class="charts" data-testid="flush-local">
+          {profiles.map((p) => (
+            <LocalShootdowns key={p.arm} profile={p} />
+          ))}
+        </div>
+      )}
+      <table class="data" data-testid="flush-reasons">
         <caption>Flushes by reason (events, summed over iterations)</caption>
         <thead>
           <tr>
@@ -109,28 +195,51 @@ export function FlushProfileView({ profiles }: { profiles: ArmFlushProfile[] }) 
           </tr>
         </thead>
         <tbody>
-          {reasons.map((code) => (
-            <tr key={code}>
+          {reasons.map((r) => (
+            <tr key={r.code}>
               <th scope="row">
-                {code} {flushReasonName(code)}
+                {r.code} {r.name}
               </th>
-              {profiles.map((p) => (
-                <td key={p.arm} class="num">
-                  {(p.reasons.get(code) ?? 0).toLocaleString("en")}
+              {r.events.map((n, i) => (
+                <td key={profiles[i]!.arm} class="num">
+                  {countText(n)}
                 </td>
               ))}
             </tr>
           ))}
           <tr>
+            <th scope="row">events</th>
+            {profiles.map((p) => (
+              <td key={p.arm} class="num">
+                {countText(p.total)}
+              </td>
+            ))}
+          </tr>
+          <tr>
             <th scope="row">lost (buffer full)</th>
             {profiles.map((p) => (
               <td key={p.arm} class="num">
-                {p.lost.toLocaleString("en")}
+                {countText(p.lost)}
+              </td>
+            ))}
+          </tr>
+          <tr>
+            <th scope="row">iterations</th>
+            {profiles.map((p) => (
+              <td key={p.arm} class="num">
+                {p.iterations}
               </td>
             ))}
           </tr>
         </tbody>
       </table>
+      {notes.length > 0 && (
+        <ul class="notes" data-testid="flush-notes">
+          {notes.map((n) => (
+            <li key={n}>{n}</li>
+          ))}
+        </ul>
+      )}
     </div>
   );
 }

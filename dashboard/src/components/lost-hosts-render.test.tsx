@@ -3,7 +3,7 @@
 // so first, with the controller's message and a "silent for" that counts on by itself; the
 // policy in force and the work measured again; a slot-host event over SSE is a log line and
 // reads the run again; the hosts each arm was measured on and the samples left out, as the
-// report gives them (Run and Compare); Fleet names the runs waiting for a silent host.
+// report gives them (Run, and Compare within a run and across runs); Fleet names the runs waiting for a silent host.
 import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -12,7 +12,6 @@ import { InvalidArgumentError } from "../api/errors";
 import { Report } from "../api/gen/tlbfleet/v1/common";
 import {
   CompareResponse,
-  GetResultsResponse,
   ListHostsResponse,
   ListWorkloadsResponse,
   Run,
@@ -301,7 +300,6 @@ describe("RunPage", () => {
     vi.spyOn(api, "compare").mockResolvedValue(
       CompareResponse.fromJSON({ report: { runId: "3", arms: ["base", "test"], ...HOSTS_REPORT } }),
     );
-    vi.spyOn(api, "results").mockResolvedValue(GetResultsResponse.fromJSON({ samples: [] }));
     const openStream = vi.spyOn(api, "openStream");
     const el = mount(<RunPage runId="3" location={at("/runs/3")} />);
     await settle();
@@ -332,27 +330,34 @@ describe("ComparePage", () => {
     expect(hosts.querySelector("[data-testid=excluded]")).not.toBeNull();
   });
 
-  it("shows each run's own hosts when two runs are side by side", async () => {
-    vi.spyOn(api, "compare").mockImplementation(async (runId) =>
+  it("shows the hosts of arms of two runs as the report across runs gives them (RUN:ARM)", async () => {
+    const acrossRuns = HOSTS_REPORT.hosts.map((h, i) => ({
+      ...h,
+      arm: i === 0 ? "3:test" : `4:${h.arm}`,
+    }));
+    const compare = vi.spyOn(api, "compare").mockResolvedValue(
       CompareResponse.fromJSON({
         report: {
-          runId,
-          arms: ["base", "test"],
-          ...HOSTS_REPORT,
-          excluded: runId === "4" ? [] : HOSTS_REPORT.excluded,
+          runId: "3",
+          arms: ["3:test", "4:base", "4:test"],
+          scope: "across runs",
+          hosts: acrossRuns,
+          excluded: HOSTS_REPORT.excluded,
         },
       }),
     );
     const el = mount(<ComparePage location={at("/compare?a=3:test&b=4")} />);
     await settle();
-    const first = el.querySelector("[data-testid=arm-hosts-0]")!;
-    const second = el.querySelector("[data-testid=arm-hosts-1]")!;
-    expect(first.querySelector("caption")!.textContent).toBe("Hosts of 3:test");
-    expect(first.querySelectorAll("tbody tr")).toHaveLength(2); // the arm asked for only
-    expect(first.querySelector("[data-testid=excluded]")).not.toBeNull();
-    expect(second.querySelector("caption")!.textContent).toBe("Hosts of 4");
-    expect(second.querySelectorAll("tbody tr")).toHaveLength(3);
-    expect(second.querySelector("[data-testid=excluded]")).toBeNull();
+    expect(compare).toHaveBeenCalledTimes(1);
+    expect(compare.mock.calls[0]!.slice(0, 2)).toEqual([
+      "3",
+      { withRunId: "4", arm: "test", withArm: "" },
+    ]);
+    const hosts = el.querySelector("#cmp-hosts [data-testid=arm-hosts]")!;
+    expect(
+      [...hosts.querySelectorAll("tbody tr td:first-child")].map((c) => c.textContent),
+    ).toEqual(["3:test", "4:test", "4:test"]);
+    expect(hosts.querySelector("[data-testid=excluded]")).not.toBeNull();
   });
 });
 

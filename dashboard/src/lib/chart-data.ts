@@ -1,7 +1,8 @@
-// A run's report as chart series: for each metric, the headline statistic of each arm
-// against the sweep parameter, with a band around it. Plain arrays, as uPlot takes them.
-import type { Report, Report_Group } from "../api/gen/tlbfleet/v1/common";
-import { headlineStat, metricTitle } from "./table";
+// A run's report as chart series: for each metric, the headline statistic of each arm (the row
+// the report marks Report.Stat.headline: Hmean or Amean) against the sweep parameter, with a
+// band around it (the arm's Min..Max, Report.Record). Plain arrays, as uPlot takes them.
+import type { Report, Report_Group, Report_Stat } from "../api/gen/tlbfleet/v1/common";
+import { metricTitle } from "./table";
 
 export interface ArmSeries {
   arm: string;
@@ -29,18 +30,27 @@ export interface MetricChart {
 /** A band around an arm's value in one row: [low, high], or undefined. */
 export type BandOf = (group: Report_Group, arm: number) => [number, number] | undefined;
 
-function statValue(group: Report_Group, name: string, arm: number): number | null {
-  const stat = group.stats.find((s) => s.name === name);
+function statValue(stat: Report_Stat | undefined, arm: number): number | null {
   if (!stat) return null;
   const defined = stat.defined[arm] ?? true;
   const v = stat.values[arm];
   return defined && v !== undefined && Number.isFinite(v) ? v : null;
 }
 
-/** The spread of the samples (Min..Max), the band every report has. */
+/** The row the report marks as the headline (Hmean or Amean, as the metric is summarised). */
+function headlineOf(group: Report_Group): Report_Stat | undefined {
+  return group.stats.find((s) => s.headline);
+}
+
+function finite(v: number | undefined): number | null {
+  return v !== undefined && Number.isFinite(v) ? v : null;
+}
+
+/** The spread of the samples (Min..Max of the arm's record), the band every report has. */
 export const minMaxBand: BandOf = (group, arm) => {
-  const lo = statValue(group, "Min", arm);
-  const hi = statValue(group, "Max", arm);
+  const record = group.records[arm];
+  const lo = finite(record?.min);
+  const hi = finite(record?.max);
   return lo === null || hi === null ? undefined : [lo, hi];
 };
 
@@ -58,7 +68,7 @@ export function chartsFromReport(
   const charts: MetricChart[] = [];
   for (const [metric, groups] of byMetric) {
     const first = groups[0]!;
-    const stat = headlineStat(first.better);
+    const stat = headlineOf(first)?.name ?? "";
     const labels = groups.map((g) => g.paramValue);
     const numericX = labels.every((v) => v !== "" && Number.isFinite(Number(v)));
     const order = groups.map((_, i) => i);
@@ -75,7 +85,7 @@ export function chartsFromReport(
       band: bandName,
       series: report.arms.map((arm, a) => ({
         arm,
-        y: sorted.map((g) => statValue(g, stat, a)),
+        y: sorted.map((g) => statValue(headlineOf(g), a)),
         low: sorted.map((g) => bandOf(g, a)?.[0] ?? null),
         high: sorted.map((g) => bandOf(g, a)?.[1] ?? null),
       })),

@@ -1,13 +1,11 @@
-// Charts, flush profiles, side-by-side comparisons, run progress, fields, drafts, fleet.
+// Charts, run progress, fields, drafts, fleet.
 import { describe, expect, it } from "vitest";
-import { Sample } from "../api/gen/tlbfleet/v1/common";
+import { Report } from "../api/gen/tlbfleet/v1/common";
 import { Host, RunEvent, RunState } from "../api/gen/tlbfleet/v1/fleet";
 import { chartsFromReport, pointCount } from "./chart-data";
-import { sideBySide } from "./compare";
 import { clearDraft, draftApplies, loadDraft, saveDraft, type DraftStore } from "./draft";
 import { belongsTo, fieldId, firstInvalid, messagesFor } from "./fields";
 import { ceilingText, hostState, matchesHost, uptimeText } from "./fleet";
-import { buildFlushProfiles, bucketPercents, flushReasonName, seenBuckets } from "./flush";
 import { applyEvent, emptyProgress } from "./progress";
 import { backoffMs } from "./retry";
 import { REPORT } from "./testdata/report";
@@ -25,60 +23,33 @@ describe("chartsFromReport", () => {
     expect(chart!.series[0]!.high).toEqual([600, 1100, 2100]);
     expect(pointCount(chart!)).toBe(5);
   });
-});
 
-const flush = (
-  arm: string,
-  series: string,
-  value: number,
-  iteration = 1,
-  metric = "tlb_flush_events",
-) => Sample.fromJSON({ arm, series, value, iteration, metric, bootId: "b", paramValue: "2" });
-
-describe("buildFlushProfiles", () => {
-  const samples = [
-    flush("ceiling-1", "pages=-1", 400),
-    flush("ceiling-1", "reason=3", 400),
-    flush("ceiling-1", "total", 400),
-    flush("ceiling-512", "pages=65-128", 380, 1),
-    flush("ceiling-512", "pages=-1", 20, 2),
-    flush("ceiling-512", "reason=3", 400),
-    flush("ceiling-512", "", 3, 2, "tlb_flush_lost"),
-    Sample.fromJSON({ arm: "ceiling-1", metric: "records_per_sec", value: 9 }),
-  ];
-  it("sums events per arm by size and reason, in the arms' order", () => {
-    const p = buildFlushProfiles(samples, ["ceiling-512", "ceiling-1"]);
-    expect(p.map((x) => x.arm)).toEqual(["ceiling-512", "ceiling-1"]);
-    expect(p[0]!.total).toBe(400);
-    expect(p[0]!.iterations).toBe(2);
-    expect(p[0]!.lost).toBe(3);
-    expect([...p[1]!.reasons]).toEqual([[3, 400]]);
-    expect(seenBuckets(p)).toEqual(["-1", "65-128"]);
-    expect(bucketPercents(p[0]!, ["-1", "65-128"])).toEqual([5, 95]);
-    expect(flushReasonName(3)).toBe("local mm shootdown");
-    expect(flushReasonName(9)).toBe("reason 9");
-  });
-  it("is empty without the monitor's samples", () => {
-    expect(buildFlushProfiles([samples.at(-1)!], [])).toEqual([]);
-  });
-});
-
-describe("sideBySide", () => {
-  it("makes one column per run:arm with values and no % difference", () => {
-    const other = { ...REPORT, runId: "8", arms: ["mmap", "malloc"] };
-    const r = sideBySide([
-      { label: "7:malloc", report: REPORT, arm: "malloc" },
-      { label: "8", report: other, arm: "" },
+  it("charts the row the report marks headline, whatever it is called, with its records' band", () => {
+    const json = Report.toJSON(REPORT) as { groups: Record<string, unknown>[] };
+    const lower = Report.fromJSON({
+      ...json,
+      groups: [
+        {
+          ...json.groups[0],
+          better: "BETTER_LOWER",
+          stats: [
+            { name: "Amean", values: [7, 8], defined: [true, true], headline: true },
+            { name: "Hmean", values: [1, 2], defined: [true, true] },
+          ],
+          records: [
+            { arm: "mmap", min: 6, max: 9 },
+            { arm: "malloc", min: 7 }, // no max: no band
+          ],
+        },
+      ],
+    });
+    const [chart] = chartsFromReport(lower);
+    expect(chart!.stat).toBe("Amean");
+    expect(chart!.series.map((s) => s.y)).toEqual([[7], [8]]);
+    expect(chart!.series.map((s) => [s.low, s.high])).toEqual([
+      [[6], [9]],
+      [[null], [null]],
     ]);
-    expect(r.arms).toEqual(["7:malloc", "8:mmap", "8:malloc"]);
-    const hmean = r.groups[0]!.stats.find((s) => s.name === "Hmean")!;
-    expect(hmean.values).toEqual([2000, 1000, 2000]);
-    expect(hmean.pctDiff).toEqual([]);
-    expect(r.groups[0]!.n).toEqual([3, 3, 3]);
-    // Each arm keeps its own variance split; the group without one gets none.
-    expect(r.groups[0]!.variance.map((v) => v.boots)).toEqual([1, 3, 1]);
-    expect(r.groups[0]!.variance[1]!.betweenShare).toBe(0.75);
-    expect(r.groups[1]!.variance).toEqual([]);
   });
 });
 

@@ -1,107 +1,93 @@
-// The TLB flush profile per arm, from the samples the agent's flush_profile monitor sends
-// (metric tlb_flush_events, series "pages=<bucket>", "reason=<code>", "total"; metric
-// tlb_flush_lost). The same sums as controller/report/flush_profile.cc (BuildFlushProfiles),
-// shaped for a histogram: this is counting, not statistics.
-import type { Sample } from "../api/gen/tlbfleet/v1/common";
-
-export const FLUSH_EVENTS = "tlb_flush_events";
-export const FLUSH_LOST = "tlb_flush_lost";
-
-/** Table order: GLOBAL (-1) first, then 0, 1..64, 65-128, 129-256, 257-512, >512. */
-export const PAGE_BUCKETS: readonly string[] = [
-  "-1",
-  "0",
-  ...Array.from({ length: 64 }, (_, i) => String(i + 1)),
-  "65-128",
-  "129-256",
-  "257-512",
-  ">512",
-];
-
-const REASONS: Record<number, string> = {
-  0: "task switch",
-  1: "remote shootdown",
-  2: "local shootdown",
-  3: "local mm shootdown",
-  4: "remote IPI send",
-  5: "remote wrong CPU",
-};
-
-export function flushReasonName(code: number): string {
-  return REASONS[code] ?? `reason ${code}`;
-}
+// The TLB flush profile per arm as the report gives it (Report.flush_profiles: the controller
+// sums the flush_profile monitor's samples once, controller/report/flush_profile.cc), laid out
+// for the histograms and tables. Nothing is counted here: every number is the message's.
+import type { FlushProfile, FlushProfile_Bucket } from "../api/gen/tlbfleet/v1/common";
 
 export function bucketLabel(bucket: string): string {
   return bucket === "-1" ? "full flush" : `${bucket} pages`;
 }
 
-export interface ArmFlushProfile {
-  arm: string;
-  pages: Map<string, number>;
-  reasons: Map<number, number>;
-  lost: number;
-  /** Iterations that reported a profile ((boot, sweep value, iteration) triples). */
-  iterations: number;
-  total: number;
+/**
+ * Where a bucket sits on an axis: by the smallest page count it holds ("-1", a full flush,
+ * first; ">512" after "257-512"), which is the order the report lists an arm's buckets in.
+ */
+function bucketRank(bucket: string): number {
+  if (bucket.startsWith(">")) return Number(bucket.slice(1)) + 0.5;
+  const n = Number.parseInt(bucket, 10);
+  return Number.isFinite(n) ? n : Number.POSITIVE_INFINITY;
 }
 
-/** One profile per arm that has one, in `armOrder` (others follow as they first appear). */
-export function buildFlushProfiles(
-  samples: readonly Sample[],
-  armOrder: readonly string[],
-  paramValue?: string,
-): ArmFlushProfile[] {
-  const order = [...armOrder];
-  const byArm = new Map<string, ArmFlushProfile>();
-  const iterations = new Map<string, Set<string>>();
-  for (const s of samples) {
-    if (s.metric !== FLUSH_EVENTS && s.metric !== FLUSH_LOST) continue;
-    if (paramValue !== undefined && s.paramValue !== paramValue) continue;
-    if (!order.includes(s.arm)) order.push(s.arm);
-    let p = byArm.get(s.arm);
-    if (!p) {
-      p = { arm: s.arm, pages: new Map(), reasons: new Map(), lost: 0, iterations: 0, total: 0 };
-      byArm.set(s.arm, p);
-      iterations.set(s.arm, new Set());
+/** The histograms' shared x axis: every bucket some arm has, smallest first. */
+export function sharedBuckets(profiles: readonly FlushProfile[]): string[] {
+  const seen = new Set<string>();
+  for (const p of profiles) for (const b of p.pages) if (b.events > 0) seen.add(b.bucket);
+  return [...seen].sort((a, b) => bucketRank(a) - bucketRank(b));
+}
+
+/** An arm's share of its events in each bucket of `axis`, in percent (the report's; 0 if none). */
+export function percentsOn(profile: FlushProfile, axis: readonly string[]): number[] {
+  const byBucket = new Map(profile.pages.map((b) => [b.bucket, b.percent]));
+  return axis.map((b) => byBucket.get(b) ?? 0);
+}
+
+export interface ReasonRow {
+  code: number;
+  name: string;
+  /** Events per profile, in the profiles' order. */
+  events: number[];
+}
+
+/** Events by reason: a row per reason some arm has, by code, named as the report names it. */
+export function reasonRows(profiles: readonly FlushProfile[]): ReasonRow[] {
+  const names = new Map<number, string>();
+  for (const p of profiles)
+    for (const r of p.reasons) if (!names.has(r.code)) names.set(r.code, r.name);
+  return [...names]
+    .sort(([a], [b]) => a - b)
+    .map(([code, name]) => ({
+      code,
+      name,
+      events: profiles.map((p) => p.reasons.find((r) => r.code === code)?.events ?? 0),
+    }));
+}
+
+/**
+ * Whether the profiles have the workload's own flushes by size (the 2014 table of local mm
+ * shootdowns, with their cost): an older agent's system-wide counts do not.
+ */
+export function hasWorkloadTable(profiles: readonly FlushProfile[]): boolean {
+  return profiles.length > 0 && profiles.every((p) => p.scope === "workload");
+}
+
+/** Whether some bucket has a timed cost per call. */
+export function hasCost(buckets: readonly FlushProfile_Bucket[]): boolean {
+  return buckets.some((b) => b.costMean !== undefined);
+}
+
+/** A share, "97.50%"; a count, "1,234" (events are summed counts: whole numbers). */
+export function percentText(p: number): string {
+  return `${p.toFixed(2)}%`;
+}
+
+export function countText(n: number | undefined): string {
+  return n === undefined ? "—" : Math.round(n).toLocaleString("en");
+}
+
+/** What makes a profile's counts incomplete or its cost missing, as `tlbfleet profile` says. */
+export function profileNotes(profiles: readonly FlushProfile[]): string[] {
+  const notes: string[] = [];
+  for (const p of profiles) {
+    if (p.lost > 0) {
+      notes.push(
+        `${p.arm}: ${countText(p.lost)} events lost in ${p.lossyIterations} of ${p.iterations} iterations (ring buffer full): its counts are incomplete`,
+      );
     }
-    iterations.get(s.arm)!.add(`${s.bootId}/${s.paramValue}/${s.iteration}`);
-    if (s.metric === FLUSH_LOST) {
-      p.lost += s.value;
-      continue;
+    if (p.invlpgb) {
+      notes.push(
+        `${p.arm}: ran where the kernel may flush by INVLPGB broadcast, which bypasses tlb:tlb_flush: its counts are incomplete`,
+      );
     }
-    if (s.series.startsWith("pages=")) {
-      const bucket = s.series.slice(6);
-      p.pages.set(bucket, (p.pages.get(bucket) ?? 0) + s.value);
-      p.total += s.value;
-    } else if (/^reason=-?\d+$/.test(s.series)) {
-      const code = Number(s.series.slice(7));
-      p.reasons.set(code, (p.reasons.get(code) ?? 0) + s.value);
-    }
+    for (const why of p.costUnavailable) notes.push(`${p.arm}: no cost per flush: ${why}`);
   }
-  const out: ArmFlushProfile[] = [];
-  for (const arm of order) {
-    const p = byArm.get(arm);
-    if (!p) continue;
-    p.iterations = iterations.get(arm)!.size;
-    out.push(p);
-  }
-  return out;
-}
-
-/** The histogram's x axis: the buckets some arm saw, in table order. */
-export function seenBuckets(profiles: readonly ArmFlushProfile[]): string[] {
-  return PAGE_BUCKETS.filter((b) => profiles.some((p) => (p.pages.get(b) ?? 0) > 0));
-}
-
-export function seenReasons(profiles: readonly ArmFlushProfile[]): number[] {
-  const codes = new Set<number>();
-  for (const p of profiles) for (const [code, n] of p.reasons) if (n > 0) codes.add(code);
-  return [...codes].sort((a, b) => a - b);
-}
-
-/** Share of an arm's events in each bucket, in percent (0 when the arm saw none). */
-export function bucketPercents(profile: ArmFlushProfile, buckets: readonly string[]): number[] {
-  return buckets.map((b) =>
-    profile.total > 0 ? (100 * (profile.pages.get(b) ?? 0)) / profile.total : 0,
-  );
+  return notes;
 }

@@ -32,14 +32,75 @@ describe("buildBlocks", () => {
     ]);
   });
 
-  it("shows the baseline without %, others with a signed % and a tone; Stddev has none", () => {
+  it("shows the baseline without %, others with a signed % and a tone; a spread has no tone", () => {
     const hmean = block!.rows[1]!;
+    expect(hmean.headline).toBe(true);
     expect(hmean.cells.map((c) => [c.value, c.pct, c.tone])).toEqual([
       ["1000.00", "", "none"],
       ["2000.00", "+100.00%", "better"],
     ]);
     expect(block!.rows[5]!.cells[1]).toMatchObject({ pct: "-5.00%", tone: "worse" });
-    expect(block!.rows[2]!.cells[1]!.pct).toBe("");
+    // Stddev: the report marks it a spread (its % reads lower-is-better): shown, not coloured.
+    expect(block!.rows[2]).toMatchObject({ stat: "Stddev", spread: true, headline: false });
+    expect(block!.rows[2]!.cells[1]).toMatchObject({ pct: "-20.00%", tone: "none" });
+  });
+
+  it("reads spread and headline from the report, not from the statistics' names", () => {
+    const [b] = buildBlocks(
+      Report.fromJSON({
+        arms: ["a", "b"],
+        groups: [
+          {
+            metric: "m",
+            better: "BETTER_LOWER",
+            stats: [
+              // A spread by any name gets no colour; "Stddev" unmarked is an ordinary row.
+              {
+                name: "IQR",
+                values: [2, 3],
+                pctDiff: [0, -50],
+                defined: [true, true],
+                spread: true,
+              },
+              { name: "Stddev", values: [2, 3], pctDiff: [0, -50], defined: [true, true] },
+              {
+                name: "Amean",
+                values: [10, 9],
+                pctDiff: [0, 10],
+                defined: [true, true],
+                headline: true,
+              },
+              { name: "Max", values: [10, 9], pctDiff: [0, 10], defined: [true, true] },
+            ],
+            records: [{ arm: "a" }, { arm: "b", significant: true }],
+          },
+        ],
+      }),
+    );
+    const cells = b!.rows.map((r) => r.cells[1]!);
+    expect(cells.map((c) => c.tone)).toEqual(["none", "worse", "better", "better"]);
+    // The headline row marks the arm whose verdict test is significant, as the text's * *.
+    expect(cells.map((c) => c.significant)).toEqual([false, false, true, false]);
+    expect(b!.rows.map((r) => r.headline)).toEqual([false, false, true, false]);
+  });
+
+  it("gives no % where the baseline is undefined, or zero against a non-zero value", () => {
+    const [b] = buildBlocks(
+      Report.fromJSON({
+        arms: ["a", "b"],
+        groups: [
+          {
+            metric: "m",
+            stats: [
+              { name: "Min", values: [0, 3], pctDiff: [0, 0], defined: [true, true] },
+              { name: "Max", values: [0, 3], pctDiff: [0, 5], defined: [false, true] },
+              { name: "Hmean", values: [0, 0], pctDiff: [0, 0], defined: [true, true] },
+            ],
+          },
+        ],
+      }),
+    );
+    expect(b!.rows.map((r) => r.cells[1]!.pct)).toEqual(["", "", "0.00%"]);
   });
 
   it("shows an undefined value as a dash", () => {
@@ -125,6 +186,23 @@ describe("formatVerdict", () => {
     );
     expect(t.interval).toBe("+10.00% [+5.00%, +15.00%]");
     expect(t.scope).toBe("within one boot");
+  });
+
+  it("says across runs first when the report compares arms of different runs", () => {
+    const t = formatVerdict(
+      {
+        kind: "same",
+        ratio: 1.001,
+        low: 0.995,
+        high: 1.007,
+        scope: "within-boot",
+        reportScope: "across runs",
+        design: "unpaired-iterations",
+      },
+      Better.BETTER_HIGHER,
+    );
+    expect(t.scope).toBe("across runs, within one boot, unpaired iterations");
+    expect(formatVerdict({ kind: "unknown" }, Better.BETTER_HIGHER).scope).toBe("—");
   });
 
   it("says can't tell, and a dash when the report has no verdict", () => {

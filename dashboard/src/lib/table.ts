@@ -8,6 +8,7 @@ import {
   Better,
   type Report,
   type Report_Group,
+  type Report_Stat,
   type Report_Variance,
 } from "../api/gen/tlbfleet/v1/common";
 import { formatP, formatPct, formatValue, sweepLabel } from "./format";
@@ -28,6 +29,8 @@ export interface VerdictInfo {
   q?: number;
   /** "within-boot" (one boot per arm: speaks for that boot only) or "across-boots". */
   scope?: string;
+  /** The report's scope: "across runs" when the arms come from different runs (Report.scope). */
+  reportScope?: string;
   /** Boots per arm behind it. */
   boots?: number;
   /** How the test paired the arms: "paired-boots", "unpaired-iterations", ... */
@@ -41,11 +44,17 @@ export interface Cell {
   /** For colour: is the difference in the better or the worse direction. */
   tone: "better" | "worse" | "none";
   defined: boolean;
+  /** The headline row's cell of an arm whose verdict test is significant (`*` in the text). */
+  significant: boolean;
 }
 
 export interface StatRow {
   stat: string;
   sweep: string;
+  /** Hmean or Amean: the row the verdicts' significance marks (Report.Stat.headline). */
+  headline: boolean;
+  /** Stddev or CoeffVar: its % reads lower-is-better (Report.Stat.spread). */
+  spread: boolean;
   cells: Cell[];
 }
 
@@ -89,32 +98,33 @@ export interface MetricBlock {
   variance: VarianceRow[];
 }
 
-/** The statistic a row's headline % refers to: Hmean if higher is better, else Amean. */
-export function headlineStat(better: Better): string {
-  return better === Better.BETTER_LOWER ? "Amean" : "Hmean";
-}
-
 export function metricTitle(metric: string, unit: string, better: Better): string {
   const dir = better === Better.BETTER_LOWER ? "lower is better" : "higher is better";
   return unit ? `${metric} (${unit}, ${dir})` : `${metric} (${dir})`;
 }
 
-function cell(group: Report_Group, statIndex: number, arm: number): Cell {
-  const stat = group.stats[statIndex]!;
+// As the text report (controller/report/render.cc): a % against the baseline only where both
+// values are defined and a zero baseline meets a zero value; a spread's % reads lower-is-better
+// whatever the metric, so it gets no better/worse colour; the headline row marks an arm whose
+// verdict test is significant.
+function cell(group: Report_Group, stat: Report_Stat, arm: number): Cell {
   const defined = stat.defined[arm] ?? stat.values[arm] !== undefined;
   const value = stat.values[arm];
-  const pct = stat.pctDiff[arm];
-  const noPct = arm === 0 || stat.name === "Stddev" || stat.name === "CoeffVar";
+  const baseDefined = stat.defined[0] ?? stat.values[0] !== undefined;
+  const pctDefined =
+    arm > 0 && defined && baseDefined && (stat.values[0] !== 0 || stat.values[arm] === 0);
+  const pct = pctDefined ? stat.pctDiff[arm] : undefined;
   return {
     value: defined ? formatValue(value) : "—",
-    pct: noPct || !defined ? "" : formatPct(pct),
+    pct: pct === undefined ? "" : formatPct(pct),
     tone:
-      noPct || !defined || pct === undefined || Math.abs(pct) < 0.005
+      stat.spread || pct === undefined || Math.abs(pct) < 0.005
         ? "none"
         : pct > 0
           ? "better"
           : "worse",
     defined,
+    significant: stat.headline && pct !== undefined && (group.records[arm]?.significant ?? false),
   };
 }
 
@@ -139,6 +149,7 @@ export function reportVerdictOf(
       p: v.p,
       q: v.q,
       scope: v.scope || undefined,
+      reportScope: report.scope || undefined,
       boots: group.boots[arm] || undefined,
       design: v.design || undefined,
       notes: v.notes,
@@ -175,13 +186,15 @@ export function buildBlocks(
     }
     const sweep = sweepLabel(group.paramName, group.paramValue);
     block.n.push({ sweep, n: group.n });
-    group.stats.forEach((stat, i) => {
+    for (const stat of group.stats) {
       block.rows.push({
         stat: stat.name,
         sweep,
-        cells: report.arms.map((_, arm) => cell(group, i, arm)),
+        headline: stat.headline,
+        spread: stat.spread,
+        cells: report.arms.map((_, arm) => cell(group, stat, arm)),
       });
-    });
+    }
     report.arms.forEach((arm, i) => {
       if (i === 0) return;
       block.verdicts.push({ sweep, arm, verdict: verdictOf(group, i) });
@@ -269,7 +282,10 @@ export function formatVerdict(v: VerdictInfo | undefined, better: Better): Verdi
       interval = `${mid} [${formatPct(Math.min(a, b))}, ${formatPct(Math.max(a, b))}]${level}`;
     } else interval = mid;
   }
-  const scope = `${scopeText(v.scope, v.boots)}${v.design ? `, ${v.design.replace("-", " ")}` : ""}`;
+  const scope =
+    [v.reportScope, scopeText(v.scope, v.boots), v.design ? v.design.replace("-", " ") : undefined]
+      .filter((x) => x && x !== "—")
+      .join(", ") || "—";
   const sentence =
     v.kind === "unknown"
       ? `can't tell yet (${interval}, ${scope})`

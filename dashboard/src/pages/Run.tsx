@@ -1,13 +1,16 @@
-// Run: live progress over SSE while it runs, then the mmtests table, the charts, the verdicts,
-// the flush profile per arm and the raw samples as CSV. Cancel for operators. Slots waiting for
-// a silent host are said first, the work measured again and the hosts each arm was measured on
-// with the rest (issue 26).
+// Run: live progress over SSE while it runs, then the run's one report (the controller's
+// comparison: the mmtests table, the verdicts, the charts, the flush profile per arm, a ceiling
+// sweep's recommendation) and the raw samples as the controller's CSV. Cancel for operators.
+// Slots waiting for a silent host are said first, the work measured again and the hosts each
+// arm was measured on with the rest (issue 26).
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "../api";
 import { ApiError } from "../api/errors";
+import type { Report } from "../api/gen/tlbfleet/v1/common";
 import type { Run } from "../api/gen/tlbfleet/v1/fleet";
 import { isTerminal, RunEventStream, type StreamStatus } from "../api/sse";
 import { ArmHostsView } from "../components/ArmHosts";
+import { CeilingRecommendations } from "../components/CeilingRecommendations";
 import { MetricChartView } from "../components/Chart";
 import { ComparisonBlock } from "../components/ComparisonTable";
 import { ErrorView, Loading, Section, StateBadge } from "../components/common";
@@ -16,9 +19,7 @@ import { Link } from "../components/Link";
 import { AbandonedWorkTable, WaitingNotice } from "../components/LostHosts";
 import { setQuery, useResource, useSession, useTitle, type Location } from "../hooks";
 import { chartsFromReport } from "../lib/chart-data";
-import { resultsCsv } from "../lib/csv";
-import { buildFlushProfiles } from "../lib/flush";
-import { formatDuration, formatUnixTime } from "../lib/format";
+import { formatDuration, formatUnixTime, sweepLabel } from "../lib/format";
 import { clockTime, policyText } from "../lib/lost-hosts";
 import { applyEvent, emptyProgress, type Progress } from "../lib/progress";
 import { buildBlocks } from "../lib/table";
@@ -143,28 +144,82 @@ function LivePanel({ progress, status }: { progress: Progress; status: StreamSta
   );
 }
 
+/** "threads=1", … : the sweep values of the report, in its order (for the flush profile). */
+function sweepValues(report: Report | undefined): { value: string; label: string }[] {
+  const out: { value: string; label: string }[] = [];
+  for (const g of report?.groups ?? []) {
+    if (!out.some((v) => v.value === g.paramValue)) {
+      out.push({ value: g.paramValue, label: sweepLabel(g.paramName, g.paramValue) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The samples as the controller writes them (GET …/results.csv, the bytes of `tlbfleet
+ * results --format csv`), fetched through the API client when asked for, saved as a file.
+ */
+function CsvDownload({ runId }: { runId: string }) {
+  const [state, setState] = useState<{ busy: boolean; error?: Error }>({ busy: false });
+  const download = async () => {
+    setState({ busy: true });
+    try {
+      const blob = await api.resultsCsv(runId);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = `run-${runId}-samples.csv`;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      setState({ busy: false });
+    } catch (e) {
+      setState({ busy: false, error: e instanceof Error ? e : new Error(String(e)) });
+    }
+  };
+  return (
+    <>
+      <p>
+        <button
+          type="button"
+          onClick={() => void download()}
+          disabled={state.busy}
+          data-testid="csv-download"
+        >
+          {state.busy ? "Fetching the samples…" : "Download every sample as CSV"}
+        </button>{" "}
+        <span class="muted">
+          (the same file as <code>tlbfleet results {runId} --format csv</code>)
+        </span>
+      </p>
+      {state.error && <ErrorView error={state.error} what="The samples" />}
+    </>
+  );
+}
+
 function Results({ run, location }: { run: Run; location: Location }) {
   const baseline = location.query.get("baseline") ?? "";
-  const compare = useResource(`compare/${run.id}/${baseline}`, (s) =>
-    api.compare(run.id, baseline, s),
+  const flushParam = location.query.get("flush") ?? "";
+  // The run's one report: the table, verdicts, hosts, charts, flush profiles and ceiling
+  // recommendations all come from it (GET …/compare, as `tlbfleet compare` shows it).
+  const compare = useResource(`compare/${run.id}/${baseline}/${flushParam}`, (s) =>
+    api.compare(run.id, { baseline, flushParam }, s),
   );
-  const results = useResource(`results/${run.id}`, (s) => api.results(run.id, s));
   const report = compare.data?.report;
   const blocks = useMemo(() => (report ? buildBlocks(report) : []), [report]);
   const charts = useMemo(() => (report ? chartsFromReport(report) : []), [report]);
-  const samples = results.data?.samples;
-  const armOrder = report?.arms ?? run.spec?.arms.map((a) => a.name) ?? [];
-  const profiles = useMemo(
-    () => (samples ? buildFlushProfiles(samples, armOrder) : []),
-    [samples, armOrder],
-  );
-  const csvUrl = useMemo(
-    () =>
-      samples ? URL.createObjectURL(new Blob([resultsCsv(samples)], { type: "text/csv" })) : "",
-    [samples],
-  );
-  useEffect(() => () => csvUrl && URL.revokeObjectURL(csvUrl), [csvUrl]);
+  const sweeps = useMemo(() => sweepValues(report), [report]);
+  // A choice of sweep value for the flush profiles (CompareRequest.flush_param), in the URL.
+  const flushChoice =
+    sweeps.length > 1 && (flushParam !== "" || (report?.flushProfiles.length ?? 0) > 0);
   const arms = run.spec?.arms.map((a) => a.name) ?? [];
+  const setParam = (name: string, value: string) => {
+    const q = new URLSearchParams(location.query);
+    if (value) q.set(name, value);
+    else q.delete(name);
+    setQuery(q);
+  };
 
   return (
     <>
@@ -174,12 +229,9 @@ function Results({ run, location }: { run: Run; location: Location }) {
             Baseline{" "}
             <select
               value={baseline || arms[0]}
-              onChange={(e) => {
-                const q = new URLSearchParams(location.query);
-                if (e.currentTarget.value === arms[0]) q.delete("baseline");
-                else q.set("baseline", e.currentTarget.value);
-                setQuery(q);
-              }}
+              onChange={(e) =>
+                setParam("baseline", e.currentTarget.value === arms[0] ? "" : e.currentTarget.value)
+              }
             >
               {arms.map((a) => (
                 <option key={a}>{a}</option>
@@ -189,6 +241,11 @@ function Results({ run, location }: { run: Run; location: Location }) {
         )}
         {compare.error && <ErrorView error={compare.error} what="The comparison" />}
         {!compare.data && !compare.error && <Loading what="the comparison" />}
+        {report?.ceilings && (
+          <p class="muted" data-testid="report-ceilings">
+            {report.ceilings}
+          </p>
+        )}
         {report && <ArmHostsView hosts={report.hosts} excluded={report.excluded} />}
         {blocks.map((b) => (
           <ComparisonBlock key={b.metric} block={b} />
@@ -207,23 +264,33 @@ function Results({ run, location }: { run: Run; location: Location }) {
           ))}
         </div>
       </Section>
+      {report && report.ceilingRecommendations.length > 0 && (
+        <Section title="Ceiling recommendation" id="ceiling">
+          <CeilingRecommendations recommendations={report.ceilingRecommendations} />
+        </Section>
+      )}
       <Section title="TLB flush profile" id="flush">
-        {results.error && <ErrorView error={results.error} what="The samples" />}
-        {samples && <FlushProfileView profiles={profiles} />}
+        {flushChoice && (
+          <label>
+            Sweep value{" "}
+            <select
+              value={flushParam}
+              onChange={(e) => setParam("flush", e.currentTarget.value)}
+              data-testid="flush-param"
+            >
+              <option value="">all</option>
+              {sweeps.map((v) => (
+                <option key={v.value} value={v.value}>
+                  {v.label}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        {report && <FlushProfileView profiles={report.flushProfiles} />}
       </Section>
       <Section title="Raw samples" id="samples">
-        {samples ? (
-          <p>
-            <a href={csvUrl} download={`run-${run.id}-samples.csv`} data-testid="csv-download">
-              Download {samples.length.toLocaleString("en")} samples as CSV
-            </a>{" "}
-            <span class="muted">
-              (the same file as <code>tlbfleet results {run.id}</code>)
-            </span>
-          </p>
-        ) : (
-          <Loading what="samples" />
-        )}
+        <CsvDownload runId={run.id} />
       </Section>
     </>
   );

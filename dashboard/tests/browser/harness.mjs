@@ -334,6 +334,44 @@ export async function login(page, fleet, role) {
   await page.waitForURL((u) => !u.pathname.startsWith("/login"));
 }
 
+/**
+ * A message printed with the .proto's field names (the CLI's JSON: `preserve_proto_field_names`)
+ * in the JSON mapping's lowerCamelCase names (the HTTP API's), so the two can be compared.
+ */
+export function protoJsonNames(value) {
+  if (Array.isArray(value)) return value.map(protoJsonNames);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase()),
+      protoJsonNames(v),
+    ]),
+  );
+}
+
+/** Where two parsed JSON values differ, field by field: ["groups[0].stats[1].values[0]: 1 != 2"]. */
+export function differences(a, b, path = "") {
+  if (Array.isArray(a) && Array.isArray(b)) {
+    const out = a.length === b.length ? [] : [`${path}: ${a.length} != ${b.length} elements`];
+    for (let i = 0; i < Math.min(a.length, b.length); i++) {
+      out.push(...differences(a[i], b[i], `${path}[${i}]`));
+    }
+    return out;
+  }
+  const isObject = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
+  if (isObject(a) && isObject(b)) {
+    const out = [];
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const at = path ? `${path}.${key}` : key;
+      if (!(key in a)) out.push(`${at}: missing on the left`);
+      else if (!(key in b)) out.push(`${at}: missing on the right`);
+      else out.push(...differences(a[key], b[key], at));
+    }
+    return out;
+  }
+  return Object.is(a, b) ? [] : [`${path}: ${JSON.stringify(a)} != ${JSON.stringify(b)}`];
+}
+
 /** Counts canvas pixels that are not the background: a chart that drew something. */
 export async function inkedPixels(locator) {
   return locator

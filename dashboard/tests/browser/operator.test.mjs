@@ -1,14 +1,19 @@
 // An operator's day: log in, submit a run through the form, watch it live to the end, read
-// the table, verdicts, charts and flush profile, download the CSV (equal to `tlbfleet
-// results`), look at Runs, Compare and a missing run, log out. One screenshot per page.
+// the table, verdicts, charts and flush profile — the report the page drew is the message
+// `tlbfleet compare --format json` prints, field by field — download the CSV (the controller's
+// results.csv, equal to `tlbfleet results`), look at Runs, Compare two arms and the run against
+// another across runs (the controller's verdicts, "across runs"), a missing run, log out. One
+// screenshot per page.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import {
+  differences,
   inkedPixels,
   launchBrowser,
   login,
   newPage,
+  protoJsonNames,
   requireApi,
   screenshot,
   startFleet,
@@ -17,17 +22,38 @@ import {
 
 await requireApi();
 
+// A second run for the comparison across runs: one arm like the first run's mmap, submitted
+// with the CLI once the first has finished.
+const OTHER = `name: browser-ebizzy-again
+benchmark: ebizzy
+params: {seconds: 1}
+sweep: {threads: [1, 2]}
+iterations: 2
+arms: [{name: mmap, params: {mmap: always}}]
+`;
+
+/** The pathname of an API request. */
+const pathOf = (r) => new URL(r.url()).pathname;
+
 describe("operator", () => {
   let fleet;
   let browser;
   let page;
   let runId;
+  let otherRunId;
+  /** The run page's GET …/compare answer (its one report), caught as the page loads it. */
+  let compareAnswer;
+  /** Every API path the page asked for. */
+  const requested = [];
 
   before(async () => {
     // The run records a flush profile: the agent in the host's PID namespace (harness.mjs).
     fleet = await startFleet({ name: "operator", hostPidNamespace: true });
     browser = await launchBrowser();
     ({ page } = await newPage(browser));
+    page.on("request", (r) => {
+      if (pathOf(r).startsWith("/api/")) requested.push(pathOf(r));
+    });
   });
   after(async () => {
     await browser?.close();
@@ -88,6 +114,9 @@ describe("operator", () => {
   });
 
   it("watches the run live to its end", async () => {
+    compareAnswer = page.waitForResponse((r) => pathOf(r) === `/api/v1/runs/${runId}/compare`, {
+      timeout: 240_000,
+    });
     const status = page.getByTestId("stream-status");
     await waitFor(
       async () => /live/.test(await status.innerText().catch(() => "")),
@@ -103,6 +132,8 @@ describe("operator", () => {
     await screenshot(page, "run-live");
     await page.getByTestId("table-records_per_sec").waitFor({ timeout: 180_000 });
     assert.match(await page.locator("h1").innerText(), /succeeded/);
+    const out = await fleet.cli(["submit", "-"], { input: OTHER });
+    otherRunId = out.trim().split("\n").at(-1).trim();
   });
 
   it("shows the mmtests table and a verdict per row", async () => {
@@ -126,6 +157,45 @@ describe("operator", () => {
     }
   });
 
+  it("drew the report `tlbfleet compare --format json` prints: the same message, field by field", async () => {
+    const answer = await compareAnswer;
+    assert.equal(answer.status(), 200);
+    // The run's own report, with the defaults the CLI asks for too.
+    assert.equal(new URL(answer.url()).search, "");
+    const shown = await answer.json();
+    const cli = JSON.parse(await fleet.cli(["compare", runId, "--format", "json"]));
+    assert.ok(shown.report.groups.length > 0 && shown.report.flushProfiles.length === 2);
+    assert.deepEqual(differences(shown.report, protoJsonNames(cli)), []);
+    // Its text is the CLI's text.
+    const text = await fleet.cli(["compare", runId]);
+    assert.equal(shown.text.replace(/\n+$/, ""), text.replace(/\n+$/, ""));
+
+    // And the page shows that message: each verdict row is the report's verdict for its sweep
+    // value and arm, and the flush profiles are its profiles.
+    const label = { unknown: "can't tell" };
+    const expected = shown.report.groups
+      .filter((g) => g.metric === "records_per_sec")
+      .flatMap((g) =>
+        g.verdicts.map((v) => [
+          g.paramName ? `${g.paramName}=${g.paramValue}` : g.paramValue,
+          v.arm,
+          label[v.verdict] ?? v.verdict,
+        ]),
+      );
+    const rows = page.getByTestId("verdicts-records_per_sec").locator("tbody tr");
+    const seen = [];
+    for (let i = 0; i < (await rows.count()); i++) {
+      const cells = await rows.nth(i).locator("td").allInnerTexts();
+      seen.push(cells.slice(0, 3).map((c) => c.trim()));
+    }
+    assert.equal(seen.length, 2);
+    assert.deepEqual(seen, expected);
+    for (const p of shown.report.flushProfiles) {
+      const caption = await page.getByTestId(`flush-${p.arm}`).locator("figcaption").innerText();
+      assert.match(caption, new RegExp(`^${p.arm}: [\\d,]+ flushes in ${p.iterations} iterations`));
+    }
+  });
+
   it("draws a chart and the flush profile with data points", async () => {
     const chart = page.getByTestId("chart-records_per_sec");
     assert.equal(await chart.getAttribute("data-points"), "4");
@@ -138,14 +208,28 @@ describe("operator", () => {
     await screenshot(page, "run");
   });
 
-  it("downloads the samples as the same CSV as `tlbfleet results`", async () => {
-    const [download] = await Promise.all([
+  it("downloads the controller's results.csv, the same CSV as `tlbfleet results`", async () => {
+    const [download, answer] = await Promise.all([
       page.waitForEvent("download"),
+      page.waitForResponse((r) => pathOf(r) === `/api/v1/runs/${runId}/results.csv`),
       page.getByTestId("csv-download").click(),
     ]);
-    const csv = await readFile(await download.path(), "utf8");
+    assert.equal(answer.status(), 200);
+    assert.match(answer.headers()["content-type"] ?? "", /^text\/csv/);
+    assert.equal(download.suggestedFilename(), `run-${runId}-samples.csv`);
+    const file = await readFile(await download.path());
+    const body = await answer.body();
+    assert.ok(
+      file.equals(body),
+      `the file (${file.length} bytes) is the bytes the controller sent (${body.length}): ${JSON.stringify(file.subarray(0, 80).toString())} vs ${JSON.stringify(body.subarray(0, 80).toString())}`,
+    );
     const expected = await fleet.cli(["results", runId, "--format", "csv"]);
-    assert.equal(csv, expected);
+    assert.equal(file.toString("utf8"), expected);
+    // The browser never read the raw samples to build anything itself.
+    assert.deepEqual(
+      requested.filter((p) => p === `/api/v1/runs/${runId}/results`),
+      [],
+    );
   });
 
   it("lists the run on Runs, filtered by name in the URL", async () => {
@@ -157,7 +241,57 @@ describe("operator", () => {
   it("compares two arms on Compare", async () => {
     await page.goto(fleet.url(`/compare?a=${runId}:mmap&b=${runId}:malloc`));
     await page.getByTestId("table-records_per_sec").waitFor();
+    assert.equal(await page.getByTestId("verdicts-records_per_sec").locator("tbody tr").count(), 2);
+    assert.equal(await page.getByTestId("report-scope").count(), 0);
     await screenshot(page, "compare");
+  });
+
+  it("compares the run with another across runs: the controller's verdicts, said to be across runs", async () => {
+    await fleet.cli(["wait", otherRunId, "--timeout", "180", "--quiet"]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => pathOf(r) === `/api/v1/runs/${runId}/compare`),
+      page.goto(fleet.url(`/compare?a=${runId}:mmap&b=${otherRunId}:mmap`)),
+    ]);
+    const query = new URL(answer.url()).searchParams;
+    assert.equal(query.get("withRunId"), otherRunId);
+    assert.equal(query.get("arm"), "mmap");
+    assert.equal(query.get("withArm"), "mmap");
+    const shown = await answer.json();
+    assert.equal(shown.report.scope, "across runs");
+    assert.deepEqual(shown.report.arms, [`${runId}:mmap`, `${otherRunId}:mmap`]);
+    // The same message as the CLI's comparison across runs.
+    const cli = JSON.parse(
+      await fleet.cli([
+        "compare",
+        runId,
+        "--with",
+        otherRunId,
+        "--arm",
+        "mmap",
+        "--with-arm",
+        "mmap",
+        "--format",
+        "json",
+      ]),
+    );
+    assert.deepEqual(differences(shown.report, protoJsonNames(cli)), []);
+
+    const scope = page.getByTestId("report-scope");
+    await scope.waitFor();
+    assert.match(await scope.innerText(), /across runs/);
+    const rows = page.getByTestId("verdicts-records_per_sec").locator("tbody tr");
+    assert.equal(await rows.count(), 2, "a verdict per sweep value");
+    for (const text of await rows.allInnerTexts()) {
+      assert.match(text, new RegExp(`${otherRunId}:mmap`));
+      assert.match(text, /better|worse|same|can't tell/, `a verdict in "${text}"`);
+      assert.match(text, /across runs, /, `the scope in "${text}"`);
+      assert.match(
+        text,
+        new RegExp(`across runs: these arms come from runs ${runId} and ${otherRunId}`),
+        `the note in "${text}"`,
+      );
+    }
+    await screenshot(page, "compare-runs");
   });
 
   it("says clearly that a run does not exist", async () => {
