@@ -74,4 +74,9 @@ std::string FormatEndpoint(const Endpoint& endpoint) {
              : absl::StrCat(endpoint.address, ":", endpoint.port);
 }
 
+bool IsDialableEndpoint(std::string_view server) {
+  absl::StatusOr<Endpoint> endpoint = ParseEndpoint(server);
+  return endpoint.ok() && endpoint->port != 0;
+}
+
 }  // namespace tlbfleet

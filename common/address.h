@@ -28,4 +28,9 @@ struct Endpoint {
 absl::StatusOr<Endpoint> ParseEndpoint(std::string_view text);
 std::string FormatEndpoint(const Endpoint& endpoint);
 
+// Whether `server` is an endpoint another host can dial: it parses and its port is not 0. An
+// agent checks its own flags; the controller checks again so that one which sent something else
+// (an older or buggy agent) is never chosen as a peer and fails the job.
+bool IsDialableEndpoint(std::string_view server);
+
 }  // namespace tlbfleet

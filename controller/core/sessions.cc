@@ -11,13 +11,6 @@ bool FromEarlierBoot(const Session& live, const v1::HostInfo& host) {
   return !host.boot_id().empty() && live.host.boot_id() != host.boot_id();
 }
 
-// An agent checks its own flags; this keeps one that sent something else (an older or buggy
-// agent) from being chosen as a peer and failing the job.
-bool Dialable(const std::string& server) {
-  absl::StatusOr<Endpoint> endpoint = ParseEndpoint(server);
-  return endpoint.ok() && endpoint->port != 0;
-}
-
 }  // namespace
 
 absl::Status Sessions::CheckAdd(const std::string& agent_id, const v1::HostInfo& host) const {
@@ -45,7 +38,7 @@ absl::StatusOr<Sessions::Added> Sessions::Add(AgentChannel* channel, uint64_t st
   session.agent_id = agent_id;
   session.principal = principal;
   session.host = host;
-  session.serves_peers = Dialable(host.netserver());
+  session.serves_peers = IsDialableEndpoint(host.netserver());
   id_by_channel_[channel] = agent_id;
   added.session = &session;
   return added;
