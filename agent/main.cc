@@ -17,6 +17,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -194,6 +195,13 @@ int AgentMain(int argc, char** argv) {
   options.state_dir = state_dir;
   options.sysroot = &sysroot;
   options.labels = labels;
+  // An agent built without the run loop of a workload the controller's catalogue offers would
+  // accept specs it cannot run: refuse to start instead (a build error, not an operator's).
+  if (absl::Status covered = tlbfleet::workloads::Registry::Get().CheckCoversCatalogue();
+      !covered.ok()) {
+    std::fprintf(stderr, "tlbfleet-agent: %s\n", std::string(covered.message()).c_str());
+    return 1;
+  }
   options.workloads = tlbfleet::workloads::Registry::Get().Names();
   options.peer_networks = std::move(peer_networks);
   options.max_backoff_seconds = max_backoff;

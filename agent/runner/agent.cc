@@ -16,6 +16,7 @@
 #include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/flush_profile.h"
 #include "agent/kernel/host_info.h"
+#include "agent/kernel/monitor.h"
 #include "agent/kernel/mounts.h"
 #include "agent/kernel/reboot.h"
 #include "agent/runner/agent_id.h"
@@ -328,6 +329,7 @@ absl::Status Agent::Impl::RunConnection(bool* welcomed) {
   hello->set_agent_id(agent_id_);
   *hello->mutable_host() = *host;
   for (const std::string& w : options_.workloads) hello->add_capabilities("workload:" + w);
+  for (const std::string& m : MonitorNames()) hello->add_capabilities("monitor:" + m);
   {
     // Read before the spool is listed: a job that ends in between is then spooled (it is
     // spooled before it counts as done), so each lease is in one list or the other.

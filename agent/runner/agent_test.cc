@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -20,6 +21,7 @@
 #include "agent/runner/paths.h"
 #include "agent/runner/spool.h"
 #include "agent/runner/test_util_for_test.h"
+#include "catalogue/catalogue.h"
 #include "common/files.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -284,8 +286,13 @@ TEST_F(AgentTest, HelloWelcomeJobAndAck) {
   EXPECT_EQ(hello.host().cpu().microarch(), "IvyBridge");
   EXPECT_EQ(hello.host().labels().at("rack"), "b2");
   EXPECT_FALSE(hello.host().ceiling().readable());
-  ASSERT_EQ(hello.capabilities_size(), 1);
+  // Its one workload, then every monitor it can run (the catalogue's, none left out).
+  ASSERT_EQ(hello.capabilities_size(), 1 + static_cast<int>(catalogue::Monitors().size()));
   EXPECT_EQ(hello.capabilities(0), "workload:sh");
+  std::set<std::string> advertised(hello.capabilities().begin() + 1, hello.capabilities().end());
+  for (const catalogue::MonitorInfo& monitor : catalogue::Monitors()) {
+    EXPECT_TRUE(advertised.contains("monitor:" + monitor.name)) << monitor.name;
+  }
   EXPECT_EQ(hello.spooled_size(), 0);
 
   ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));

@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/workloads/workload_util.h"
+#include "catalogue/workloads/hackbench.h"
 #include "common/files.h"
 
 namespace tlbfleet::workloads {
@@ -245,20 +246,11 @@ absl::StatusOr<double> RunOnce(const Options& options) {
 
 namespace {
 
-const MetricSpec kTime = {"time", "s", Better::kLower,
-                          "from the release of all tasks until the last has finished"};
+using catalogue::hackbench::kTime;
 
 class Hackbench : public Workload {
  public:
-  std::string_view Name() const override { return "hackbench"; }
-  std::string_view Description() const override {
-    return "hackbench: groups of senders and receivers exchanging messages over pipes or Unix "
-           "sockets, as threads or processes; measures scheduler and IPC cost";
-  }
-  const std::vector<ParamSpec>& Schema() const override { return schema_; }
-  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
-  std::string_view PrimaryMetric() const override { return kTime.name; }
-  const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+  Hackbench() : Workload("hackbench") {}
 
   absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
     absl::StatusOr<double> seconds = hackbench::RunOnce(hackbench::OptionsFromParams(params));
@@ -282,55 +274,6 @@ class Hackbench : public Workload {
                         "Each sender will pass ", params.Int("loops"), " messages of ",
                         params.Int("datasize"), " bytes\n", time);
   }
-
-  absl::Status CheckCombination(const Params& params) const override {
-    // What no Linux host can run; the host's own limits are checked there before starting.
-    const int64_t groups = params.Int("groups");
-    const int64_t fds = params.Int("fds");
-    const int64_t tasks = 2 * groups * fds;
-    if (tasks > hackbench::kMaxTasks) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "groups: groups=", groups, " x fds=", fds, " x 2 = ", tasks,
-          " tasks, more than any Linux host can have (PID_MAX_LIMIT, ", hackbench::kMaxTasks, ")"));
-    }
-    if (params.Str("mode") == "threads" && tasks > hackbench::kMaxDescriptors) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("groups: groups=", groups, " x fds=", fds, " x 2 = ", tasks,
-                       " descriptors in one process (thread mode), more than the kernel's default "
-                       "fs.nr_open (",
-                       hackbench::kMaxDescriptors, "); use mode: process"));
-    }
-    return absl::OkStatus();
-  }
-
-  int64_t TimeoutSeconds(const Params& params) const override {
-    // 50 us per message is slow even under TCG; the defaults send 400,000 messages.
-    const double messages = static_cast<double>(params.Int("groups")) * params.Int("fds") *
-                            params.Int("fds") * params.Int("loops");
-    const double bytes = messages * params.Int("datasize");
-    return 60 + static_cast<int64_t>(messages * 50e-6 + bytes / 50e6);
-  }
-
- private:
-  const std::vector<ParamSpec> schema_ = {
-      IntParam("groups", "10", 1, 4096, "groups of senders and receivers"),
-      IntParam("fds", "20", 1, 1024, "senders (and receivers) per group"),
-      IntParam("loops", "100", 1, 1'000'000'000, "messages each sender sends to each receiver"),
-      IntParam("datasize", "100", 1, 1 << 20, "bytes per message"),
-      EnumParam("ipc", "socket", {"socket", "pipe"}, "Unix stream socket pairs or pipes"),
-      EnumParam("mode", "processes", {"processes", "threads"}, "tasks as processes or threads"),
-  };
-  const std::vector<MetricSpec> metrics_ = {kTime};
-  // rt-tests hackbench's options (-F/--fifo and --inherit-sched are not supported).
-  const std::vector<ClassicFlag> flags_ = {
-      {"-g,--groups", "groups", "", "number of groups of senders and receivers"},
-      {"-f,--fds", "fds", "", "number of file descriptors (senders) per group"},
-      {"-l,--loops", "loops", "", "how many messages each sender sends"},
-      {"-s,--datasize", "datasize", "", "message size in bytes"},
-      {"-p,--pipe", "ipc", "pipe", "use pipes instead of sockets"},
-      {"-T,--threads", "mode", "threads", "use threads"},
-      {"-P,--processes", "mode", "processes", "use processes (the default)"},
-  };
 };
 
 }  // namespace

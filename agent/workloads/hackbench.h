@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/workloads/workload.h"
+#include "catalogue/workloads/hackbench.h"
 
 namespace tlbfleet::workloads::hackbench {
 
@@ -26,11 +27,9 @@ struct Options {
 // `params` must have been resolved against the hackbench schema.
 Options OptionsFromParams(const Params& params);
 
-// Limits no host exceeds, checked at submit (Workload::CheckCombination): the kernel's
-// PID_MAX_LIMIT on 64-bit, and its default fs.nr_open (the most descriptors one process may
-// have unless an administrator raised it).
-inline constexpr int64_t kMaxTasks = int64_t{4} << 20;
-inline constexpr int64_t kMaxDescriptors = int64_t{1} << 20;
+// Limits no host exceeds, checked at submit (the catalogue's CheckCombination).
+using catalogue::hackbench::kMaxDescriptors;
+using catalogue::hackbench::kMaxTasks;
 
 // This host's limits (0 = unknown): min(kernel.pid_max, kernel.threads-max) and the hard
 // RLIMIT_NOFILE.

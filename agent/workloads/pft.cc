@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/workloads/workload.h"
 #include "agent/workloads/workload_util.h"
+#include "catalogue/workloads/pft.h"
 #include "common/files.h"
 
 namespace tlbfleet::workloads {
@@ -98,27 +99,15 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
 
 namespace {
 
-const MetricSpec kFaultsPerSec = {"faults_per_sec", "faults/s", Better::kHigher,
-                                  "page faults of all threads per second of wall time"};
-const MetricSpec kFaultsPerCpu = {"faults_per_cpu", "faults/cpu-s", Better::kHigher,
-                                  "page faults per second of CPU time (user + system) of the "
-                                  "faulting threads: the rate of one CPU"};
-const MetricSpec kWall = {"wall_seconds", "s", Better::kLower, "wall time of the fault loop"};
-const MetricSpec kSystem = {"system_seconds", "s", Better::kLower,
-                            "system CPU time of all threads in the fault loop"};
-const MetricSpec kUser = {"user_seconds", "s", Better::kLower,
-                          "user CPU time of all threads in the fault loop"};
+using catalogue::pft::kFaultsPerCpu;
+using catalogue::pft::kFaultsPerSec;
+using catalogue::pft::kSystem;
+using catalogue::pft::kUser;
+using catalogue::pft::kWall;
 
 class Pft : public Workload {
  public:
-  std::string_view Name() const override { return "pft"; }
-  std::string_view Description() const override {
-    return "page-fault throughput: threads fault in 4 KiB pages of private anonymous memory "
-           "(THP off) and free it";
-  }
-  const std::vector<ParamSpec>& Schema() const override { return schema_; }
-  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
-  std::string_view PrimaryMetric() const override { return kFaultsPerSec.name; }
+  Pft() : Workload("pft") {}
 
   absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
     pft::Options o;
@@ -150,18 +139,6 @@ class Pft : public Workload {
         "fault/wsec\n",
         row);
   }
-
-  int64_t TimeoutSeconds(const Params& params) const override {
-    // About 0.5 us per fault natively, 20 us under TCG: 256 faults per MiB.
-    return 60 + params.Int("size_mb") / 100;
-  }
-
- private:
-  const std::vector<ParamSpec> schema_ = {
-      IntParam("threads", "1", 1, 4096, "faulting threads"),
-      IntParam("size_mb", "128", 1, 1 << 20, "MiB faulted in per iteration, split between threads"),
-  };
-  const std::vector<MetricSpec> metrics_ = {kFaultsPerSec, kFaultsPerCpu, kWall, kSystem, kUser};
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/workloads/workload.h"
 #include "agent/workloads/workload_util.h"
+#include "catalogue/workloads/pipetest.h"
 #include "common/files.h"
 
 namespace tlbfleet::workloads {
@@ -84,21 +85,12 @@ absl::StatusOr<double> RunOnce(int64_t loops) {
 
 namespace {
 
-const MetricSpec kUsecsPerOp = {"usecs_per_op", "us/op", Better::kLower,
-                                "microseconds per round trip (perf's usecs/op)"};
-const MetricSpec kOpsPerSec = {"ops_per_sec", "ops/s", Better::kHigher,
-                               "round trips per second (perf's ops/sec)"};
+using catalogue::pipetest::kOpsPerSec;
+using catalogue::pipetest::kUsecsPerOp;
 
 class Pipetest : public Workload {
  public:
-  std::string_view Name() const override { return "pipetest"; }
-  std::string_view Description() const override {
-    return "two processes ping-pong one byte over a pair of pipes, like perf bench sched pipe";
-  }
-  const std::vector<ParamSpec>& Schema() const override { return schema_; }
-  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
-  std::string_view PrimaryMetric() const override { return kUsecsPerOp.name; }
-  const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+  Pipetest() : Workload("pipetest") {}
 
   absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
     const int64_t loops = params.Int("loops");
@@ -128,21 +120,6 @@ class Pipetest : public Workload {
                   static_cast<int>(FindValue(result, kOpsPerSec.name)));
     return buf;
   }
-
-  int64_t TimeoutSeconds(const Params& params) const override {
-    // A round trip is 4 system calls and 2 context switches: ~10 us here, ~100 us under TCG
-    // with page-table isolation.
-    return 60 + params.Int("loops") / 10'000;
-  }
-
- private:
-  const std::vector<ParamSpec> schema_ = {
-      IntParam("loops", "1000000", 1, 1'000'000'000, "round trips"),
-  };
-  const std::vector<MetricSpec> metrics_ = {kUsecsPerOp, kOpsPerSec};
-  const std::vector<ClassicFlag> flags_ = {
-      {"-l,--loop", "loops", "", "specify number of loops"},
-  };
 };
 
 }  // namespace

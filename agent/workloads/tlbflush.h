@@ -15,31 +15,19 @@
 
 #include "absl/status/statusor.h"
 #include "agent/workloads/workload.h"
+#include "catalogue/workloads/tlbflush.h"
 
 namespace tlbfleet::workloads::tlbflush {
 
 enum class FlushMode { kMunmap, kMprotect, kMadvise };
 
-// A recorded distribution of flush sizes to replay instead of one fixed `entries` (seed mail
-// 000: "a trace-driven benchmark"). Written "size:weight,size:weight,..." where a size is a
-// page count or an inclusive range "65-128" (drawn uniformly within it) and a weight any
-// positive number (percentages, counts): e.g. Dave Hansen's 2014 table as "1:56.92,2:13.78,
-// 3:8.26,...". `tlbfleet profile RUN --flush-sizes` writes one from a stored flush profile.
-struct FlushSize {
-  int64_t lo = 1;  // pages, inclusive
-  int64_t hi = 1;
-  double weight = 1;
-};
-using FlushSizes = std::vector<FlushSize>;
-
-inline constexpr int64_t kMaxFlushSizePages = int64_t{1} << 20;
-inline constexpr size_t kMaxFlushSizeEntries = 4096;
-
-// INVALID_ARGUMENT with what is wrong (without the parameter name). A full flush ("-1",
-// "GLOBAL") is refused: it is the ceiling's decision, not a size a program asks for.
-absl::StatusOr<FlushSizes> ParseFlushSizes(std::string_view text);
-// Canonical spelling: entries sorted by size, weights in %g.
-std::string FormatFlushSizes(const FlushSizes& sizes);
+// Recorded flush-size distributions (`flush_sizes`), from the catalogue's schema.
+using catalogue::tlbflush::FlushSize;
+using catalogue::tlbflush::FlushSizes;
+using catalogue::tlbflush::FormatFlushSizes;
+using catalogue::tlbflush::kMaxFlushSizeEntries;
+using catalogue::tlbflush::kMaxFlushSizePages;
+using catalogue::tlbflush::ParseFlushSizes;
 
 // Draws sizes in proportion to the weights. Not thread-safe.
 class FlushSizeSampler {

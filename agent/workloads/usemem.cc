@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "agent/workloads/workload.h"
 #include "agent/workloads/workload_util.h"
+#include "catalogue/workloads/usemem.h"
 #include "common/files.h"
 
 namespace tlbfleet::workloads {
@@ -87,21 +88,6 @@ uint64_t MeminfoBytes(const std::string& text, absl::string_view key) {
 std::string Mib(uint64_t bytes) { return absl::StrCat(bytes >> 20, " MiB"); }
 
 }  // namespace
-
-absl::StatusOr<double> ParseRamFactor(std::string_view text) {
-  const std::string t = Trim(text);
-  if (t.empty()) return 0.0;
-  double factor = 0;
-  absl::string_view number(t);
-  if (!absl::ConsumeSuffix(&number, "x_ram") || !absl::SimpleAtod(number, &factor) ||
-      !(factor > 0) || factor > kMaxRamFactor) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("want \"\" (use size_mb) or a multiple of the host's RAM like \"2x_ram\" or "
-                     "\"0.5x_ram\" (above 0, at most ",
-                     kMaxRamFactor, "), not '", t, "'"));
-  }
-  return factor;
-}
 
 MemoryFacts ReadMemoryFacts(const std::string& dir) {
   MemoryFacts f;
@@ -196,22 +182,12 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
 
 namespace {
 
-const MetricSpec kMbPerSec = {"mb_per_sec", "MB/s", Better::kHigher,
-                              "MiB read by all processes per second of wall time"};
-const MetricSpec kElapsed = {"elapsed_seconds", "s", Better::kLower,
-                             "from the release of the processes until the last was reaped"};
+using catalogue::usemem::kElapsed;
+using catalogue::usemem::kMbPerSec;
 
 class Usemem : public Workload {
  public:
-  std::string_view Name() const override { return "usemem"; }
-  std::string_view Description() const override {
-    return "usemem: processes map sparse files and read them, filling the page cache and "
-           "forcing reclaim";
-  }
-  const std::vector<ParamSpec>& Schema() const override { return schema_; }
-  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
-  std::string_view PrimaryMetric() const override { return kMbPerSec.name; }
-  const std::vector<ClassicFlag>& ClassicFlags() const override { return flags_; }
+  Usemem() : Workload("usemem") {}
 
   absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const override {
     usemem::Options o;
@@ -240,45 +216,6 @@ class Usemem : public Workload {
                   static_cast<unsigned long long>(mb_per_sec * 1024), mb_per_sec);
     return out;
   }
-
-  absl::Status CheckCombination(const Params& params) const override {
-    // Every process needs a page of its own; RAM and swap are checked on the host.
-    const double factor = usemem::ParseRamFactor(params.Str("size")).value_or(0);
-    const int64_t processes = params.Int("processes");
-    if (factor == 0 && params.Int("size_mb") * 256 < processes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "size_mb: ", params.Int("size_mb"), " MiB split over processes=", processes,
-          " is less than one 4 KiB page per process (at least ", (processes + 255) / 256, " MiB)"));
-    }
-    return absl::OkStatus();
-  }
-
-  int64_t TimeoutSeconds(const Params& params) const override {
-    // Reading page cache runs at GB/s natively; 50 MB/s is a slow emulated host. A size in
-    // RAM multiples is timed for a 64 GiB host: set job_timeout_seconds for larger ones.
-    const double factor = usemem::ParseRamFactor(params.Str("size")).value_or(0);
-    const int64_t mb = factor > 0 ? static_cast<int64_t>(factor * 65536) : params.Int("size_mb");
-    return 60 + mb / 50;
-  }
-
- private:
-  const std::vector<ParamSpec> schema_ = {
-      IntParam("processes", "1", 1, 4096, "reading processes, one sparse file each"),
-      IntParam("size_mb", "256", 1, 1 << 20, "MiB of sparse files in total, split evenly"),
-      StringParam(
-          "size", "",
-          [](std::string_view v) -> absl::StatusOr<std::string> {
-            absl::StatusOr<double> f = usemem::ParseRamFactor(v);
-            if (!f.ok()) return f.status();
-            return *f == 0 ? std::string() : absl::StrFormat("%gx_ram", *f);
-          },
-          "the total as a multiple of the host's RAM (\"2x_ram\"), split evenly; replaces "
-          "size_mb"),
-  };
-  const std::vector<MetricSpec> metrics_ = {kMbPerSec, kElapsed};
-  const std::vector<ClassicFlag> flags_ = {
-      {"-n", "processes", "", "number of processes"},
-  };
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "catalogue/workloads/usemem.h"
 
 namespace tlbfleet::workloads::usemem {
 
@@ -29,10 +30,9 @@ struct Result {
   double seconds = 0;  // from the release of the processes until the last was reaped
 };
 
-// "2x_ram", "0.5x_ram": a positive multiple of RAM up to kMaxRamFactor; "" = size_mb.
-// Returns the factor (0 for ""), or INVALID_ARGUMENT saying what is expected.
-absl::StatusOr<double> ParseRamFactor(std::string_view text);
-inline constexpr double kMaxRamFactor = 64;
+// The schema's parsing of `size` ("2x_ram"), from the catalogue.
+using catalogue::usemem::kMaxRamFactor;
+using catalogue::usemem::ParseRamFactor;
 
 // What decides whether a total fits on this host.
 struct MemoryFacts {

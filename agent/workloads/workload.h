@@ -1,69 +1,35 @@
 #pragma once
-// The workload catalogue: every benchmark the agent may run, with its parameter schema and
-// metrics. The agent runs only workloads registered here, with parameters validated against
-// the schema; the controller links this library to validate run specs at submit time.
+// The agent's workloads: the run loop of every benchmark of the catalogue (catalogue/), which
+// holds their schemas. The agent runs only workloads registered here, with parameters
+// resolved against the catalogue's schema; the controller links the catalogue alone.
 //
 // A workload runs one iteration in the calling process (the agent runs it in a child
 // process: see agent/runner). Output is a list of Measurements.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "catalogue/catalogue.h"
+#include "catalogue/schema.h"
 
 namespace tlbfleet::workloads {
 
-enum class ParamType { kInt, kBool, kEnum, kString };
-
-// Checks a kString value and returns its canonical spelling (e.g. an IP address as
-// inet_ntop writes it). The error says what is expected, without the parameter name.
-using StringCanonicalizer = std::function<absl::StatusOr<std::string>(std::string_view value)>;
-
-// A placeholder value of a kString parameter that the controller resolves to another
-// agent's server before the job runs (netperf's `server: peer`): it picks a connected agent
-// that advertises a server (HostInfo.netserver), reserves it for the job, and writes the
-// server's address into the parameter and its port into `port_param`. Agents and
-// tlbfleet-bench never resolve it; a job that reaches a workload unresolved fails.
-struct PeerResolution {
-  std::string placeholder;  // e.g. "peer"
-  std::string port_param;   // e.g. "port", a kInt parameter of the same schema
-};
-
-// One parameter of a workload's schema.
-struct ParamSpec {
-  std::string name;
-  ParamType type = ParamType::kInt;
-  std::string default_value;         // as it would be written in a run spec
-  int64_t min = 0;                   // kInt only, inclusive
-  int64_t max = 0;                   // kInt only, inclusive
-  std::vector<std::string> choices;  // kEnum only
-  std::string help;
-  // kString only; unset: any string is valid as written.
-  StringCanonicalizer canonical = nullptr;
-  // kString only; set when one value of this parameter is resolved to a peer by the controller.
-  std::optional<PeerResolution> resolves_to_peer = std::nullopt;
-
-  // OK if `value` is a valid spelling for this parameter. Bools accept
-  // true/false/yes/no/on/off/1/0. The error message does not repeat the parameter name:
-  // callers prefix the field path (e.g. "arms[1].params.threads: ").
-  absl::Status Check(std::string_view value) const;
-};
-
-enum class Better { kHigher, kLower };
-
-struct MetricSpec {
-  std::string name;  // e.g. "records_per_sec"
-  std::string unit;  // e.g. "records/s"
-  Better better = Better::kHigher;
-  std::string help;
-};
+// The catalogue's schema types, as the run loops use them.
+using catalogue::Better;
+using catalogue::ClassicFlag;
+using catalogue::MetricSpec;
+using catalogue::Params;
+using catalogue::ParamSpec;
+using catalogue::ParamType;
+using catalogue::PeerResolution;
+using catalogue::ResolveParams;
+using catalogue::StringCanonicalizer;
 
 // One measured value of one iteration.
 struct Measurement {
@@ -74,42 +40,28 @@ struct Measurement {
   Better better = Better::kHigher;
 };
 
-// Validated parameter values: every schema parameter present, defaults filled in.
-class Params {
+// A run loop. Its schema is the catalogue's entry of the same name: the schema methods are the
+// catalogue's, so a run loop cannot drift from what the controller validates against.
+class Workload : public catalogue::WorkloadSchema {
  public:
-  Params() = default;
-  explicit Params(std::map<std::string, std::string> values) : values_(std::move(values)) {}
-  int64_t Int(std::string_view name) const;
-  bool Bool(std::string_view name) const;
-  const std::string& Str(std::string_view name) const;
-  const std::map<std::string, std::string>& values() const { return values_; }
+  // Binds to catalogue workload `name`; aborts at start-up when the catalogue has none (a run
+  // loop no run spec could ever name).
+  explicit Workload(std::string_view name);
 
- private:
-  std::map<std::string, std::string> values_;
-};
-
-// One flag of the classic tool's command line, mapped onto a schema parameter, so that
-// `tlbfleet-bench ebizzy -t 2 -m` means threads=2, mmap=always.
-struct ClassicFlag {
-  std::string flag;  // "-t"; short flags may be combined ("-mR") as with getopt
-  // "threads". Empty for a flag without a value that is accepted (and may be repeated, as
-  // in "-vvv") for compatibility, and ignored.
-  std::string param;
-  // Empty: the flag takes a value ("-t 2"). Otherwise the flag takes no value and sets
-  // `param` to this ("-m" sets mmap=always).
-  std::string fixed_value;
-  std::string help;
-};
-
-class Workload {
- public:
-  virtual ~Workload() = default;
-  virtual std::string_view Name() const = 0;
-  virtual std::string_view Description() const = 0;
-  virtual const std::vector<ParamSpec>& Schema() const = 0;
-  virtual const std::vector<MetricSpec>& Metrics() const = 0;
-  // The metric shown first in comparisons (e.g. "records_per_sec").
-  virtual std::string_view PrimaryMetric() const = 0;
+  std::string_view Name() const final { return schema_.Name(); }
+  std::string_view Description() const final { return schema_.Description(); }
+  const std::vector<ParamSpec>& Schema() const final { return schema_.Schema(); }
+  const std::vector<MetricSpec>& Metrics() const final { return schema_.Metrics(); }
+  std::string_view PrimaryMetric() const final { return schema_.PrimaryMetric(); }
+  int64_t TimeoutSeconds(const Params& params) const final {
+    return schema_.TimeoutSeconds(params);
+  }
+  absl::Status CheckCombination(const Params& params) const final {
+    return schema_.CheckCombination(params);
+  }
+  const std::vector<ClassicFlag>& ClassicFlags() const final { return schema_.ClassicFlags(); }
+  // The catalogue's metric `name`; aborts when the schema has none (a bug of the run loop).
+  const MetricSpec& Metric(std::string_view name) const;
 
   // Runs one iteration. Errors (e.g. cannot allocate memory) are returned, never thrown.
   virtual absl::StatusOr<std::vector<Measurement>> Run(const Params& params) const = 0;
@@ -119,31 +71,9 @@ class Workload {
   virtual std::string ClassicOutput(const Params& params,
                                     const std::vector<Measurement>& result) const = 0;
 
-  // An upper bound on one iteration's wall time with these parameters, used for the job
-  // timeout when the run spec does not set one.
-  virtual int64_t TimeoutSeconds(const Params& params) const = 0;
-
-  const ParamSpec* FindParam(std::string_view name) const;
-
-  // Checks parameters that are valid alone but may not combine (e.g. netperf's `port` 0,
-  // "start a server of our own", with a remote `server`). ResolveParams calls it once every
-  // value is valid and the defaults are filled in, so the agent, tlbfleet-bench and the
-  // controller at submit all refuse the same combinations. An error starts with the name of
-  // the parameter to change ("port: ..."). OK by default.
-  virtual absl::Status CheckCombination(const Params& params) const;
-
-  // The classic tool's command-line flags, for tlbfleet-bench. Empty by default.
-  virtual const std::vector<ClassicFlag>& ClassicFlags() const;
+ private:
+  const catalogue::WorkloadSchema& schema_;
 };
-
-// Checks `given` against the schema (unknown names, types, bounds) and fills defaults, then
-// asks the workload whether the values combine (Workload::CheckCombination).
-// Error messages start with the parameter name: "threads: must be an integer in [1, 4096]...".
-// Values are stored in canonical spelling (ints in decimal, bools as "true"/"false", strings
-// as their canonicalizer writes them) so that equal settings compare equal whatever the
-// user wrote.
-absl::StatusOr<Params> ResolveParams(const Workload& workload,
-                                     const std::map<std::string, std::string>& given);
 
 // Registry of workloads by name. Registration happens at static-initialisation time via
 // REGISTER_WORKLOAD; a duplicate name aborts at start-up.
@@ -155,6 +85,9 @@ class Registry {
   void Add(std::unique_ptr<Workload> workload);
   const Workload* Find(std::string_view name) const;  // nullptr if unknown
   std::vector<std::string> Names() const;             // sorted
+  // OK when every workload of the catalogue has a run loop here (and, Add guarantees, no run
+  // loop lacks a schema); otherwise which ones are missing. The agent checks it at start.
+  absl::Status CheckCoversCatalogue() const;
 
  private:
   std::map<std::string, std::unique_ptr<Workload>, std::less<>> workloads_;
@@ -164,9 +97,9 @@ class Registry {
 // time. Use once per workload, at namespace scope inside tlbfleet::workloads, in the
 // workload's .cc file:
 //   REGISTER_WORKLOAD(Ebizzy);
-// It also defines `void LinkEbizzyWorkload()`, which LinkAllWorkloads() calls so that the
-// object file (and with it the registration) survives static linking. A new workload adds
-// its Link<Class>Workload() call to LinkAllWorkloads() in workload.cc.
+// It also defines `void LinkEbizzyWorkload()`: the build generates LinkAllWorkloads() from the
+// REGISTER_WORKLOAD lines of agent/workloads/*.cc (CMakeLists.txt), which Registry::Get() calls,
+// so that a static link keeps every registration and no hand-kept list can forget one.
 #define REGISTER_WORKLOAD(Class)                                           \
   void Link##Class##Workload() {}                                          \
   namespace {                                                              \
@@ -177,8 +110,7 @@ class Registry {
   }                                                                        \
   static_assert(true, "REGISTER_WORKLOAD needs a trailing semicolon")
 
-// Forces the linker to keep every workload's object file (static libraries drop unreferenced
-// objects, and with them their registrations). Call once before using the registry.
+// Generated (workloads_linked.cc): references every registered workload's object file.
 void LinkAllWorkloads();
 
 }  // namespace tlbfleet::workloads

@@ -123,35 +123,59 @@ TEST(RegistryTest, FindsEbizzyAfterLinkAllWorkloads) {
   EXPECT_THAT(Registry::Get().Names(), Contains("ebizzy"));
 }
 
-class FakeWorkload : public Workload {
+// A second run loop under a name the registry has.
+class FakeLoop : public Workload {
  public:
-  std::string_view Name() const override { return "ebizzy"; }
-  std::string_view Description() const override { return ""; }
-  const std::vector<ParamSpec>& Schema() const override { return schema_; }
-  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
-  std::string_view PrimaryMetric() const override { return ""; }
+  FakeLoop() : Workload("ebizzy") {}
   absl::StatusOr<std::vector<Measurement>> Run(const Params&) const override {
     return std::vector<Measurement>{};
   }
   std::string ClassicOutput(const Params&, const std::vector<Measurement>&) const override {
     return "";
   }
-  int64_t TimeoutSeconds(const Params&) const override { return 1; }
-
- private:
-  std::vector<ParamSpec> schema_;
-  std::vector<MetricSpec> metrics_;
 };
 
 TEST(RegistryDeathTest, DuplicateNameAborts) {
   LinkAllWorkloads();
-  EXPECT_DEATH(Registry::Get().Add(std::make_unique<FakeWorkload>()),
+  EXPECT_DEATH(Registry::Get().Add(std::make_unique<FakeLoop>()),
                "workload \"ebizzy\" registered twice");
+}
+
+TEST(RegistryTest, EveryWorkloadOfTheCatalogueHasARunLoop) {
+  EXPECT_TRUE(Registry::Get().CheckCoversCatalogue().ok())
+      << Registry::Get().CheckCoversCatalogue();
+  EXPECT_EQ(Registry::Get().Names(), catalogue::WorkloadNames());
+}
+
+// A run loop's schema is the catalogue's entry: it cannot drift from what the controller
+// validates against.
+TEST(RegistryTest, ARunLoopsSchemaIsTheCataloguesEntry) {
+  for (const std::string& name : Registry::Get().Names()) {
+    const Workload* loop = Registry::Get().Find(name);
+    const catalogue::WorkloadSchema* schema = catalogue::FindWorkload(name);
+    ASSERT_NE(schema, nullptr) << name;
+    EXPECT_EQ(&loop->Schema(), &schema->Schema()) << name;
+    EXPECT_EQ(&loop->Metrics(), &schema->Metrics()) << name;
+  }
+}
+
+TEST(RegistryDeathTest, ARunLoopWithoutACatalogueEntryAborts) {
+  class Orphan : public Workload {
+   public:
+    Orphan() : Workload("no-such-workload") {}
+    absl::StatusOr<std::vector<Measurement>> Run(const Params&) const override {
+      return std::vector<Measurement>{};
+    }
+    std::string ClassicOutput(const Params&, const std::vector<Measurement>&) const override {
+      return "";
+    }
+  };
+  EXPECT_DEATH(Orphan(), "has a run loop but no catalogue entry");
 }
 
 // A string parameter whose canonical spelling is lower case, and a rule across two
 // parameters, as netperf's `server` and `port` have.
-class StringWorkload : public FakeWorkload {
+class StringWorkload : public catalogue::WorkloadSchema {
  public:
   StringWorkload() {
     ParamSpec name{"name", ParamType::kString, "", 0, 0, {}, ""};
@@ -165,7 +189,12 @@ class StringWorkload : public FakeWorkload {
     };
     schema_ = {name, {"count", ParamType::kInt, "0", 0, 9, {}, ""}};
   }
+  std::string_view Name() const override { return "strings"; }
+  std::string_view Description() const override { return ""; }
   const std::vector<ParamSpec>& Schema() const override { return schema_; }
+  const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
+  std::string_view PrimaryMetric() const override { return ""; }
+  int64_t TimeoutSeconds(const Params&) const override { return 1; }
   absl::Status CheckCombination(const Params& params) const override {
     if (params.Str("name").empty() && params.Int("count") > 0) {
       return absl::InvalidArgumentError("count: needs a name");
@@ -175,6 +204,7 @@ class StringWorkload : public FakeWorkload {
 
  private:
   std::vector<ParamSpec> schema_;
+  std::vector<MetricSpec> metrics_;
 };
 
 TEST(ParamSpecTest, StringWithoutCanonicalizerTakesAnything) {

@@ -17,31 +17,6 @@
 
 namespace tlbfleet::workloads {
 
-ParamSpec IntParam(std::string name, std::string def, int64_t min, int64_t max, std::string help) {
-  return {std::move(name), ParamType::kInt, std::move(def), min, max, {}, std::move(help)};
-}
-
-ParamSpec BoolParam(std::string name, std::string help) {
-  return {std::move(name), ParamType::kBool, "false", 0, 0, {}, std::move(help)};
-}
-
-ParamSpec EnumParam(std::string name, std::string def, std::vector<std::string> choices,
-                    std::string help) {
-  return {std::move(name),    ParamType::kEnum, std::move(def), 0, 0,
-          std::move(choices), std::move(help)};
-}
-
-ParamSpec StringParam(std::string name, std::string def, StringCanonicalizer canonical,
-                      std::string help) {
-  ParamSpec spec;
-  spec.name = std::move(name);
-  spec.type = ParamType::kString;
-  spec.default_value = std::move(def);
-  spec.help = std::move(help);
-  spec.canonical = std::move(canonical);
-  return spec;
-}
-
 Measurement Measure(const MetricSpec& spec, double value, std::string series) {
   Measurement m;
   m.metric = spec.name;

@@ -22,15 +22,6 @@
 
 namespace tlbfleet::workloads {
 
-ParamSpec IntParam(std::string name, std::string def, int64_t min, int64_t max, std::string help);
-ParamSpec BoolParam(std::string name, std::string help);
-ParamSpec EnumParam(std::string name, std::string def, std::vector<std::string> choices,
-                    std::string help);
-// A free-form string; `canonical` checks a value and gives its canonical spelling (`def`
-// must already be in it).
-ParamSpec StringParam(std::string name, std::string def, StringCanonicalizer canonical,
-                      std::string help);
-
 // A measurement of `spec` (name, unit and direction come from the spec).
 Measurement Measure(const MetricSpec& spec, double value, std::string series = "");
 

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/scheduler/presets.h"
 #include "spdlog/spdlog.h"
 
@@ -12,15 +12,15 @@ namespace tlbfleet::api {
 
 namespace {
 
-v1::ParameterSchema::Type TypeOf(workloads::ParamType type) {
+v1::ParameterSchema::Type TypeOf(catalogue::ParamType type) {
   switch (type) {
-    case workloads::ParamType::kInt:
+    case catalogue::ParamType::kInt:
       return v1::ParameterSchema::TYPE_INT;
-    case workloads::ParamType::kBool:
+    case catalogue::ParamType::kBool:
       return v1::ParameterSchema::TYPE_BOOL;
-    case workloads::ParamType::kEnum:
+    case catalogue::ParamType::kEnum:
       return v1::ParameterSchema::TYPE_ENUM;
-    case workloads::ParamType::kString:
+    case catalogue::ParamType::kString:
       return v1::ParameterSchema::TYPE_STRING;
   }
   return v1::ParameterSchema::TYPE_UNSPECIFIED;
@@ -48,37 +48,40 @@ std::map<std::string, std::vector<v1::PresetSpec>> PresetsByBenchmark() {
 }
 
 v1::ListWorkloadsResponse Build() {
-  workloads::LinkAllWorkloads();
   std::map<std::string, std::vector<v1::PresetSpec>> presets = PresetsByBenchmark();
   v1::ListWorkloadsResponse response;
-  const workloads::Registry& registry = workloads::Registry::Get();
-  for (const std::string& name : registry.Names()) {
-    const workloads::Workload* w = registry.Find(name);
+  for (const catalogue::WorkloadSchema* w : catalogue::AllWorkloads()) {
+    const std::string name(w->Name());
     v1::WorkloadSchema* schema = response.add_workloads();
     schema->set_name(name);
     schema->set_description(std::string(w->Description()));
     schema->set_primary_metric(std::string(w->PrimaryMetric()));
-    for (const workloads::ParamSpec& p : w->Schema()) {
+    for (const catalogue::ParamSpec& p : w->Schema()) {
       v1::ParameterSchema* param = schema->add_parameters();
       param->set_name(p.name);
       param->set_type(TypeOf(p.type));
       param->set_default_value(p.default_value);
-      if (p.type == workloads::ParamType::kInt) {
+      if (p.type == catalogue::ParamType::kInt) {
         param->set_min(p.min);
         param->set_max(p.max);
       }
       for (const std::string& choice : p.choices) param->add_choices(choice);
       param->set_help(p.help);
     }
-    for (const workloads::MetricSpec& m : w->Metrics()) {
+    for (const catalogue::MetricSpec& m : w->Metrics()) {
       v1::MetricSchema* metric = schema->add_metrics();
       metric->set_name(m.name);
       metric->set_unit(m.unit);
-      metric->set_better(m.better == workloads::Better::kHigher ? v1::BETTER_HIGHER
+      metric->set_better(m.better == catalogue::Better::kHigher ? v1::BETTER_HIGHER
                                                                 : v1::BETTER_LOWER);
       metric->set_help(m.help);
     }
     for (v1::PresetSpec& preset : presets[name]) *schema->add_presets() = std::move(preset);
+  }
+  for (const catalogue::MonitorInfo& m : catalogue::Monitors()) {
+    v1::MonitorSchema* monitor = response.add_monitors();
+    monitor->set_name(m.name);
+    monitor->set_help(m.help);
   }
   return response;
 }

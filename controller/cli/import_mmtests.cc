@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "catalogue/catalogue.h"
 #include "common/files.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/scheduler/ncpus_expr.h"
@@ -42,7 +43,7 @@ const std::set<std::string>& HostOnlyVariables() {
   return kVars;
 }
 
-class Importer {
+class Importer : public catalogue::MmtestsConfig {
  public:
   explicit Importer(std::string source) : source_(std::move(source)) {}
 
@@ -243,7 +244,7 @@ class Importer {
   }
 
   // An integer that must not depend on the host (a workload parameter, iterations).
-  std::optional<int64_t> Int(const std::string& name) {
+  std::optional<int64_t> Int(const std::string& name) override {
     const Variable* v = Use(name);
     if (v == nullptr) return std::nullopt;
     absl::StatusOr<scheduler::NcpusExpr> e = scheduler::ParseNcpusExpr(v->value);
@@ -262,7 +263,7 @@ class Importer {
   }
 
   // A sweep bound: an integer or an ncpus expression, in run spec syntax.
-  std::optional<std::string> Bound(const std::string& name) {
+  std::optional<std::string> Bound(const std::string& name) override {
     const Variable* v = Use(name);
     if (v == nullptr) return std::nullopt;
     absl::StatusOr<scheduler::NcpusExpr> e = scheduler::ParseNcpusExpr(v->value);
@@ -277,7 +278,7 @@ class Importer {
     return text;
   }
 
-  std::vector<std::string> List(const std::string& name) {
+  std::vector<std::string> List(const std::string& name) override {
     const Variable* v = Use(name);
     if (v == nullptr) return {};
     return absl::StrSplit(v->value, absl::ByAnyChar(", \t"), absl::SkipEmpty());
@@ -314,84 +315,22 @@ std::string RenderSpec(const Spec& s, const std::string& mmtest) {
   return out;
 }
 
-std::string PolicySweep(const std::string& param, const std::string& policy,
-                        const std::optional<std::string>& min,
-                        const std::optional<std::string>& max) {
-  std::string out = absl::StrCat("{", param, ": {policy: ", policy);
-  if (min.has_value()) absl::StrAppend(&out, ", min: ", *min);
-  if (max.has_value()) absl::StrAppend(&out, ", max: ", *max);
-  return out + "}}";
-}
-
 std::optional<std::string> Importer::BuildSpec(const std::string& mmtest, int line) {
-  Spec s;
-  s.name = mmtest;
-  auto param = [&](const std::string& name, const std::string& var, int64_t scale = 1) {
-    if (std::optional<int64_t> v = Int(var)) {
-      s.params.emplace_back(name, absl::StrCat(*v / scale));
-    }
-  };
-  if (mmtest == "ebizzy") {
-    s.benchmark = "ebizzy";
-    // mmtests runs `ebizzy -S $DURATION -t $THREADS` without -m or -M: copy buffers come from
-    // glibc's malloc, as in the published numbers; tlbfleet's own default is mmap=always.
-    s.params.emplace_back("mmap", "auto");
-    param("seconds", "EBIZZY_DURATION");
-    s.sweep = PolicySweep("threads", "topology", Bound("EBIZZY_MIN_THREADS"),
-                          Bound("EBIZZY_MAX_THREADS"));
-    s.iterations = Int("EBIZZY_ITERATIONS");
-  } else if (mmtest == "tlbflush") {
-    s.benchmark = "tlbflush";
-    // mmtests draws each iteration's entries below the maximum; the mmtests policy does too.
-    if (std::optional<int64_t> v = Int("TLBFLUSH_MAX_ENTRIES")) {
-      s.params.emplace_back("entries", absl::StrCat("{policy: mmtests, max: ", *v, "}"));
-    }
-    std::optional<std::string> max = Bound("TLBFLUSH_MAX_THREADS");
-    s.sweep = PolicySweep("threads", "fib", Bound("TLBFLUSH_MIN_THREADS"), max.value_or("2*ncpus"));
-    s.iterations = Int("TLBFLUSH_ITERATIONS");
-  } else if (mmtest == "pft") {
-    s.benchmark = "pft";
-    param("size_mb", "PFT_MAPPING_SIZE", 1 << 20);
-    std::optional<std::string> max = Bound("PFT_MAX_CLIENTS");
-    s.sweep = PolicySweep("threads", "topology", Bound("PFT_MIN_CLIENTS"), max.value_or("ncpus"));
-    s.iterations = Int("PFT_ITERATIONS");
-  } else if (mmtest == "hackbench-pipes" || mmtest == "hackbench-sockets") {
-    s.benchmark = "hackbench";
-    s.params.emplace_back("ipc", mmtest == "hackbench-pipes" ? "pipe" : "socket");
-    param("loops", "HACKBENCH_LOOPS");
-    std::vector<std::string> groups = List("HACKBENCH_GROUPS");
-    std::optional<std::string> cap = Bound("HACKBENCH_MAX_GROUPS");
-    if (!groups.empty()) {
-      s.sweep = absl::StrCat("{groups: {values: [", absl::StrJoin(groups, ", "), "]",
-                             cap.has_value() ? absl::StrCat(", max: ", *cap) : "", "}}");
-    } else {
-      s.sweep =
-          PolicySweep("groups", "topology", Bound("HACKBENCH_MIN_GROUPS"), cap.value_or("4*ncpus"));
-    }
-    s.iterations = Int("HACKBENCH_ITERATIONS");
-  } else if (mmtest == "pipetest") {
-    s.benchmark = "pipetest";
-    param("loops", "PIPETEST_LOOPS");
-    s.iterations = Int("PIPETEST_ITERATIONS");
-  } else if (mmtest == "netperf-udp" || mmtest == "netperf-tcp" || mmtest == "netperf-udp-rr" ||
-             mmtest == "netperf-tcp-rr") {
-    s.benchmark = "netperf";
-    const bool rr = absl::EndsWith(mmtest, "-rr");
-    const std::string proto = mmtest.substr(8, 3);
-    s.params.emplace_back("test", absl::StrCat(proto, rr ? "_rr" : "_stream"));
-    param("seconds", "NETPERF_DURATION");
-    if (!rr) {
-      std::vector<std::string> sizes = List("NETPERF_BUFFER_SIZES");
-      if (!sizes.empty()) {
-        s.sweep = absl::StrCat("{message_size: [", absl::StrJoin(sizes, ", "), "]}");
-      }
-    }
-    s.iterations = Int("NETPERF_ITERATIONS");
-  } else {
+  // Each workload of the catalogue says which mmtests benchmarks it runs, and how.
+  const catalogue::WorkloadSchema* workload = catalogue::FindMmtestsWorkload(mmtest);
+  if (workload == nullptr) {
     Warn(line, absl::StrCat("MMTESTS: benchmark \"", mmtest,
                             "\" has no tlbfleet workload; not imported"));
     return std::nullopt;
   }
+  Spec s;
+  s.name = mmtest;
+  catalogue::MmtestsSpec mapped;
+  workload->FromMmtests(mmtest, *this, &mapped);
+  s.benchmark = mapped.benchmark;
+  s.params = std::move(mapped.params);
+  s.sweep = std::move(mapped.sweep);
+  s.iterations = mapped.iterations;
   std::string yaml = RenderSpec(s, mmtest);
   // Check what we emit against the workload catalogue, so that a bad value in the config
   // is reported here, naming the variable's benchmark, rather than at submit.

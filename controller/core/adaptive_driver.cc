@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/report/compare.h"
 #include "controller/report/comparison.h"
 #include "spdlog/spdlog.h"
@@ -116,7 +116,7 @@ void AdaptiveDriver::Decide(const store::ActiveRun& run) {
     std::vector<std::string> metrics(run.spec.adaptive().metrics().begin(),
                                      run.spec.adaptive().metrics().end());
     if (metrics.empty()) {
-      const workloads::Workload* workload = workloads::Registry::Get().Find(run.spec.benchmark());
+      const catalogue::WorkloadSchema* workload = catalogue::FindWorkload(run.spec.benchmark());
       if (workload != nullptr) metrics.emplace_back(workload->PrimaryMetric());
     }
     report::CompareOptions options;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/version.h"
@@ -214,7 +215,14 @@ absl::Status Controller::Register(AgentChannel* channel, const v1::Hello& hello,
                                                       "; this controller speaks version 1"));
   }
   const std::string& agent_id = hello.agent_id();
-  const v1::HostInfo& host = hello.host();
+  // What the agent says it can run goes with the host, where host matching reads it.
+  v1::HostInfo host = hello.host();
+  host.clear_workloads();
+  host.clear_monitors();
+  for (const std::string& capability : hello.capabilities()) {
+    if (absl::StartsWith(capability, "workload:")) host.add_workloads(capability.substr(9));
+    if (absl::StartsWith(capability, "monitor:")) host.add_monitors(capability.substr(8));
+  }
   if (agent_id.empty()) return absl::InvalidArgumentError("hello.agent_id: empty");
   {
     absl::MutexLock lock(&mu_);

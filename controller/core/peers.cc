@@ -3,28 +3,17 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "common/address.h"
 #include "controller/scheduler/expand.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::core {
 
-namespace {
-
-// An agent checks its own flags; this keeps one that sent something else (an older or buggy
-// agent) from being chosen and failing the job.
-bool Dialable(const std::string& server) {
-  absl::StatusOr<Endpoint> endpoint = ParseEndpoint(server);
-  return endpoint.ok() && endpoint->port != 0;
-}
-
-}  // namespace
-
 std::optional<PeerParam> PeerParamOf(const std::string& benchmark) {
-  const workloads::Workload* workload = workloads::Registry::Get().Find(benchmark);
+  const catalogue::WorkloadSchema* workload = catalogue::FindWorkload(benchmark);
   if (workload == nullptr) return std::nullopt;
-  for (const workloads::ParamSpec& param : workload->Schema()) {
+  for (const catalogue::ParamSpec& param : workload->Schema()) {
     if (param.resolves_to_peer.has_value()) {
       return PeerParam{param.name, param.resolves_to_peer->placeholder,
                        param.resolves_to_peer->port_param};
@@ -59,7 +48,8 @@ bool JobNeedsPeer(const v1::JobAssignment& assignment) {
 std::optional<PeerCandidate> ChoosePeer(const std::vector<PeerCandidate>& candidates,
                                         const std::string& client_agent_id) {
   for (const PeerCandidate& c : candidates) {
-    if (c.agent_id != client_agent_id && Dialable(c.netserver) && c.idle && !c.serving) return c;
+    if (c.agent_id != client_agent_id && IsDialableEndpoint(c.netserver) && c.idle && !c.serving)
+      return c;
   }
   return std::nullopt;
 }
@@ -67,7 +57,7 @@ std::optional<PeerCandidate> ChoosePeer(const std::vector<PeerCandidate>& candid
 bool AnyPeerAdvertises(const std::vector<PeerCandidate>& candidates,
                        const std::string& client_agent_id) {
   return std::any_of(candidates.begin(), candidates.end(), [&](const PeerCandidate& c) {
-    return c.agent_id != client_agent_id && Dialable(c.netserver);
+    return c.agent_id != client_agent_id && IsDialableEndpoint(c.netserver);
   });
 }
 

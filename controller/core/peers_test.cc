@@ -3,30 +3,23 @@
 #include <string>
 #include <vector>
 
-#include "agent/workloads/workload.h"
-#include "agent/workloads/workload_util.h"
+#include "catalogue/catalogue.h"
 #include "controller/scheduler/run_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace tlbfleet {
-namespace workloads {
+namespace catalogue {
 
 // A workload that only this test knows, whose `target` parameter is resolved to a peer and
 // whose port goes to `target_port`: the controller must need no knowledge of netperf.
-class PeerProbe : public Workload {
+class PeerProbe : public WorkloadSchema {
  public:
   std::string_view Name() const override { return "peer_probe"; }
   std::string_view Description() const override { return "test only"; }
   const std::vector<ParamSpec>& Schema() const override { return schema_; }
   const std::vector<MetricSpec>& Metrics() const override { return metrics_; }
   std::string_view PrimaryMetric() const override { return "x"; }
-  absl::StatusOr<std::vector<Measurement>> Run(const Params&) const override {
-    return std::vector<Measurement>();
-  }
-  std::string ClassicOutput(const Params&, const std::vector<Measurement>&) const override {
-    return "";
-  }
   int64_t TimeoutSeconds(const Params&) const override { return 1; }
 
  private:
@@ -39,9 +32,15 @@ class PeerProbe : public Workload {
                                           IntParam("target_port", "0", 0, 65535, "its port")};
   const std::vector<MetricSpec> metrics_ = {{"x", "x", Better::kHigher, ""}};
 };
-REGISTER_WORKLOAD(PeerProbe);
 
-}  // namespace workloads
+namespace {
+[[maybe_unused]] const bool kProbeAdded = [] {
+  AddWorkloadForTest(std::make_unique<PeerProbe>());
+  return true;
+}();
+}  // namespace
+
+}  // namespace catalogue
 
 namespace core {
 namespace {
@@ -99,17 +98,16 @@ TEST(PeerParamTest, ComesFromTheSchemaOfAnyWorkload) {
 }
 
 TEST(PeerParamTest, EveryWorkloadDeclaresAtMostOneWithAnIntegerPortParameter) {
-  workloads::LinkAllWorkloads();
-  for (const std::string& name : workloads::Registry::Get().Names()) {
-    const workloads::Workload* w = workloads::Registry::Get().Find(name);
+  for (const std::string& name : catalogue::WorkloadNames()) {
+    const catalogue::WorkloadSchema* w = catalogue::FindWorkload(name);
     int declared = 0;
-    for (const workloads::ParamSpec& p : w->Schema()) {
+    for (const catalogue::ParamSpec& p : w->Schema()) {
       if (!p.resolves_to_peer.has_value()) continue;
       ++declared;
-      EXPECT_EQ(p.type, workloads::ParamType::kString) << name << "." << p.name;
-      const workloads::ParamSpec* port = w->FindParam(p.resolves_to_peer->port_param);
+      EXPECT_EQ(p.type, catalogue::ParamType::kString) << name << "." << p.name;
+      const catalogue::ParamSpec* port = w->FindParam(p.resolves_to_peer->port_param);
       ASSERT_NE(port, nullptr) << name << "." << p.name;
-      EXPECT_EQ(port->type, workloads::ParamType::kInt) << name << "." << port->name;
+      EXPECT_EQ(port->type, catalogue::ParamType::kInt) << name << "." << port->name;
     }
     EXPECT_LE(declared, 1) << name;
   }

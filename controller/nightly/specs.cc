@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/bisect/calibrated.h"
 #include "controller/nightly/cron.h"
 #include "controller/report/comparison.h"
@@ -189,15 +189,14 @@ absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
 
 // The metric a bisection follows (default: the benchmark's primary one) and its direction.
 absl::Status ResolveMetric(v1::BisectSpec* spec) {
-  workloads::LinkAllWorkloads();
-  const workloads::Workload* workload = workloads::Registry::Get().Find(spec->run().benchmark());
+  const catalogue::WorkloadSchema* workload = catalogue::FindWorkload(spec->run().benchmark());
   if (workload == nullptr) return Field("run.benchmark", "unknown benchmark");
   if (spec->metric().empty()) spec->set_metric(std::string(workload->PrimaryMetric()));
   std::vector<std::string> known;
-  for (const workloads::MetricSpec& m : workload->Metrics()) {
+  for (const catalogue::MetricSpec& m : workload->Metrics()) {
     known.push_back(m.name);
     if (m.name == spec->metric()) {
-      spec->set_lower_is_better(m.better == workloads::Better::kLower);
+      spec->set_lower_is_better(m.better == catalogue::Better::kLower);
       spec->set_benchmark(spec->run().benchmark());
       return absl::OkStatus();
     }

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
@@ -75,10 +75,10 @@ std::vector<int64_t> PolicySequence(const v1::SweepSpec& sweep) {
 // Fills in the job's timeout and rewrites its parameters (those the user gave, merged) in
 // the workload's canonical spelling, so that "yes" and "true" do not make two
 // different-looking jobs.
-void ResolveJob(const workloads::Workload* workload, uint32_t fixed_timeout, JobPlan* job) {
+void ResolveJob(const catalogue::WorkloadSchema* workload, uint32_t fixed_timeout, JobPlan* job) {
   job->timeout_seconds = fixed_timeout > 0 ? fixed_timeout : kFallbackTimeoutSeconds;
   if (workload == nullptr) return;
-  absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(*workload, job->params);
+  absl::StatusOr<catalogue::Params> resolved = catalogue::ResolveParams(*workload, job->params);
   if (!resolved.ok()) return;
   for (auto& [name, value] : job->params) {
     auto it = resolved->values().find(name);
@@ -267,7 +267,7 @@ int64_t MmtestsPolicyValue(const std::string& run_name, const std::string& param
 }
 
 std::vector<JobPlan> ExpandRun(const v1::RunSpec& spec) {
-  const workloads::Workload* workload = FindWorkload(spec.benchmark());
+  const catalogue::WorkloadSchema* workload = FindWorkload(spec.benchmark());
   const std::vector<std::string> values = SweepValues(spec.sweep());
   const bool ceiling_sweep = IsCeilingSweep(spec.sweep());
   // A ceiling sweep sets the job's ceiling, not a workload parameter.

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/scheduler/run_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -144,9 +144,9 @@ TEST(ExpandRunTest, JobsCarryMergedCanonicalParamsCeilingAndTimeout) {
   EXPECT_EQ(jobs[0].ceiling, "");
 
   // No job_timeout_seconds: the workload's own bound for these parameters.
-  const workloads::Workload* ebizzy = workloads::Registry::Get().Find("ebizzy");
+  const catalogue::WorkloadSchema* ebizzy = catalogue::FindWorkload("ebizzy");
   ASSERT_NE(ebizzy, nullptr);
-  absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(*ebizzy, job.params);
+  absl::StatusOr<catalogue::Params> resolved = catalogue::ResolveParams(*ebizzy, job.params);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(job.timeout_seconds, static_cast<uint32_t>(ebizzy->TimeoutSeconds(*resolved)));
   EXPECT_GT(job.timeout_seconds, 1u);

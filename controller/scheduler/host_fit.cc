@@ -34,6 +34,19 @@ HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* 
       std::find(sel.names().begin(), sel.names().end(), host.hostname()) == sel.names().end()) {
     return fail(absl::StrCat("hostname ", host.hostname(), " not selected"));
   }
+  // What the agent says it can run (older agents say nothing, and take anything).
+  if (!host.workloads().empty() && std::find(host.workloads().begin(), host.workloads().end(),
+                                             spec.benchmark()) == host.workloads().end()) {
+    return fail(absl::StrCat("its agent has no workload ", spec.benchmark()));
+  }
+  if (!host.monitors().empty()) {
+    for (const std::string& monitor : spec.monitors()) {
+      if (std::find(host.monitors().begin(), host.monitors().end(), monitor) ==
+          host.monitors().end()) {
+        return fail(absl::StrCat("its agent has no monitor ", monitor));
+      }
+    }
+  }
   const v1::CpuInfo& cpu = host.cpu();
   if (sel.has_pcid() && sel.pcid() != cpu.pcid()) {
     return fail(cpu.pcid() ? "CPU has PCID, the run selects hosts without"

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 
 namespace tlbfleet::scheduler {
 
@@ -52,6 +52,6 @@ absl::Status RangeError(absl::string_view path, int64_t lo, int64_t hi, absl::st
 absl::StatusOr<std::string> CanonicalCeiling(absl::string_view text, absl::string_view path);
 
 // The registry's workload `name`, or nullptr. Makes sure every workload is linked in first.
-const workloads::Workload* FindWorkload(const std::string& name);
+const catalogue::WorkloadSchema* FindWorkload(const std::string& name);
 
 }  // namespace tlbfleet::scheduler

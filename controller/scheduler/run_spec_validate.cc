@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "agent/workloads/workload.h"
+#include "catalogue/catalogue.h"
 #include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/host_lost.h"
@@ -48,14 +48,8 @@ absl::StatusOr<std::string> CanonicalCeiling(absl::string_view text, absl::strin
   return absl::StrCat(pages);
 }
 
-const workloads::Workload* FindWorkload(const std::string& name) {
-  // Static libraries drop unreferenced workload objects; keep them before the first lookup.
-  static const bool linked = [] {
-    workloads::LinkAllWorkloads();
-    return true;
-  }();
-  (void)linked;
-  return workloads::Registry::Get().Find(name);
+const catalogue::WorkloadSchema* FindWorkload(const std::string& name) {
+  return catalogue::FindWorkload(name);
 }
 
 namespace {
@@ -101,23 +95,23 @@ absl::Status CheckBootEntryName(const std::string& name, const std::string& path
   return absl::OkStatus();
 }
 
-absl::Status UnknownParameter(const workloads::Workload& workload, const std::string& path) {
+absl::Status UnknownParameter(const catalogue::WorkloadSchema& workload, const std::string& path) {
   std::vector<std::string> known;
-  for (const workloads::ParamSpec& p : workload.Schema()) known.push_back(p.name);
+  for (const catalogue::ParamSpec& p : workload.Schema()) known.push_back(p.name);
   return FieldError(path, absl::StrCat("unknown parameter for ", std::string(workload.Name()),
                                        " (known: ", absl::StrJoin(known, ", "), ")"));
 }
 
 // One params map (the run's or an arm's): known names, valid values, and not the swept
 // parameter — the sweep would silently override it, which is never what the user meant.
-absl::Status CheckParams(const workloads::Workload& workload,
+absl::Status CheckParams(const catalogue::WorkloadSchema& workload,
                          const google::protobuf::Map<std::string, std::string>& params,
                          const std::string& path, const std::string& swept) {
   // Proto maps iterate in no particular order; sort so the first error is reproducible.
   const std::map<std::string, std::string> sorted(params.begin(), params.end());
   for (const auto& [name, value] : sorted) {
     const std::string field = absl::StrCat(path, ".", name);
-    const workloads::ParamSpec* spec = workload.FindParam(name);
+    const catalogue::ParamSpec* spec = workload.FindParam(name);
     if (spec == nullptr) return UnknownParameter(workload, field);
     if (absl::Status s = spec->Check(value); !s.ok()) return FieldError(field, s.message());
     if (name == swept) {
@@ -129,14 +123,14 @@ absl::Status CheckParams(const workloads::Workload& workload,
 }
 
 // One param_policies map (the run's or an arm's), next to the params map of the same level.
-absl::Status CheckParamPolicies(const workloads::Workload& workload,
+absl::Status CheckParamPolicies(const catalogue::WorkloadSchema& workload,
                                 const google::protobuf::Map<std::string, v1::ParamPolicy>& policies,
                                 const google::protobuf::Map<std::string, std::string>& fixed,
                                 const std::string& path, const std::string& swept) {
   const std::map<std::string, v1::ParamPolicy> sorted(policies.begin(), policies.end());
   for (const auto& [name, policy] : sorted) {
     const std::string field = absl::StrCat(path, ".", name);
-    const workloads::ParamSpec* spec = workload.FindParam(name);
+    const catalogue::ParamSpec* spec = workload.FindParam(name);
     if (spec == nullptr) return UnknownParameter(workload, field);
     if (name == swept) {
       return FieldError(field, absl::StrCat("is the swept parameter (sweep.", swept,
@@ -152,7 +146,7 @@ absl::Status CheckParamPolicies(const workloads::Workload& workload,
               ? std::string("required (mmtests)")
               : absl::StrCat("unknown policy ", Quote(policy.policy()), " (known: mmtests)"));
     }
-    if (spec->type != workloads::ParamType::kInt) {
+    if (spec->type != catalogue::ParamType::kInt) {
       return FieldError(field, "the mmtests policy needs an integer parameter");
     }
     const std::string max_path = absl::StrCat(field, ".max");
@@ -216,7 +210,7 @@ absl::Status CheckCeilingSweep(const v1::SweepSpec& sweep) {
   return absl::OkStatus();
 }
 
-absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec& sweep) {
+absl::Status CheckSweep(const catalogue::WorkloadSchema& workload, const v1::SweepSpec& sweep) {
   if (IsCeilingSweep(sweep)) return CheckCeilingSweep(sweep);
   if (sweep.param().empty()) {
     if (sweep.values_size() > 0 || !sweep.policy().empty()) {
@@ -225,7 +219,7 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
     return absl::OkStatus();
   }
   const std::string path = absl::StrCat("sweep.", sweep.param());
-  const workloads::ParamSpec* spec = workload.FindParam(sweep.param());
+  const catalogue::ParamSpec* spec = workload.FindParam(sweep.param());
   if (spec == nullptr) return UnknownParameter(workload, path);
   if (sweep.values_size() > 0 && !sweep.policy().empty()) {
     return FieldError(path, "give either a list of values or a policy, not both");
@@ -252,7 +246,7 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
         return FieldError(field, absl::StrCat("duplicate value ", Quote(value)));
       }
     }
-    if (!sweep.max_expr().empty() && spec->type != workloads::ParamType::kInt) {
+    if (!sweep.max_expr().empty() && spec->type != catalogue::ParamType::kInt) {
       return FieldError(max_path, "a capped list needs an integer parameter");
     }
     return absl::OkStatus();
@@ -266,7 +260,7 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
                       absl::StrCat("unknown policy ", Quote(sweep.policy()),
                                    " (known: linear, pow2, fib, topology)"));
   }
-  if (spec->type != workloads::ParamType::kInt) {
+  if (spec->type != catalogue::ParamType::kInt) {
     return FieldError(path, absl::StrCat("a ", sweep.policy(),
                                          " sweep needs an integer parameter; give a list of "
                                          "values instead"));
@@ -292,7 +286,7 @@ absl::Status CheckSweep(const workloads::Workload& workload, const v1::SweepSpec
   return absl::OkStatus();
 }
 
-absl::Status CheckArms(const workloads::Workload& workload, const v1::RunSpec& spec) {
+absl::Status CheckArms(const catalogue::WorkloadSchema& workload, const v1::RunSpec& spec) {
   if (spec.arms_size() == 0) return FieldError("arms", "at least one arm is required");
   std::set<std::string> names;
   for (int i = 0; i < spec.arms_size(); ++i) {
@@ -379,16 +373,17 @@ uint64_t SweepValueCount(const v1::SweepSpec& sweep) {
   return SweepValues(sweep).size();
 }
 
-// The observers an agent knows (agent/kernel); each may appear once.
+// The monitors of the catalogue; each may appear once.
 absl::Status CheckMonitors(const v1::RunSpec& spec) {
-  static const std::vector<std::string> kKnown = {"flush_profile", "interrupts", "perf", "vmstat"};
   std::set<std::string> seen;
   for (int i = 0; i < spec.monitors_size(); ++i) {
     const std::string path = absl::StrCat("monitors[", i, "]");
     const std::string& name = spec.monitors(i);
-    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end()) {
+    if (catalogue::FindMonitor(name) == nullptr) {
+      std::vector<std::string> known;
+      for (const catalogue::MonitorInfo& m : catalogue::Monitors()) known.push_back(m.name);
       return FieldError(path, absl::StrCat("unknown monitor ", Quote(name),
-                                           " (known: ", absl::StrJoin(kKnown, ", "), ")"));
+                                           " (known: ", absl::StrJoin(known, ", "), ")"));
     }
     if (!seen.insert(name).second)
       return FieldError(path, absl::StrCat("duplicate monitor ", Quote(name)));
@@ -415,7 +410,8 @@ absl::Status CheckAdaptiveLevel(const std::string& path, const v1::AdaptiveSpec:
   return absl::OkStatus();
 }
 
-absl::Status CheckBootsAndAdaptive(const workloads::Workload& workload, const v1::RunSpec& spec) {
+absl::Status CheckBootsAndAdaptive(const catalogue::WorkloadSchema& workload,
+                                   const v1::RunSpec& spec) {
   // 0 is the proto default of specs built in code or sent as JSON before `boots` existed:
   // one boot, like 1.
   if (spec.boots() > kMaxBoots) {
@@ -470,7 +466,7 @@ absl::Status CheckBootsAndAdaptive(const workloads::Workload& workload, const v1
                       "give at least two arms");
   }
   std::vector<std::string> known;
-  for (const workloads::MetricSpec& m : workload.Metrics()) known.push_back(m.name);
+  for (const catalogue::MetricSpec& m : workload.Metrics()) known.push_back(m.name);
   for (int i = 0; i < a.metrics_size(); ++i) {
     if (std::find(known.begin(), known.end(), a.metrics(i)) == known.end()) {
       return FieldError(
@@ -528,7 +524,7 @@ std::string CombinationField(const v1::RunSpec& spec, int arm, absl::string_view
 // Each parameter may be valid alone yet the combination not (a workload may bound one
 // parameter by another), so every (arm, sweep value) pair goes through ResolveParams. This
 // also catches sweep values that differ in spelling only ("01" and "1").
-absl::Status CheckCombinations(const workloads::Workload& workload, const v1::RunSpec& spec) {
+absl::Status CheckCombinations(const catalogue::WorkloadSchema& workload, const v1::RunSpec& spec) {
   // A ceiling sweep changes no workload parameter: the arms' parameters are checked once.
   const std::vector<std::string> values = IsCeilingSweep(spec.sweep())
                                               ? std::vector<std::string>{""}
@@ -542,7 +538,7 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
     std::map<std::string, size_t> canonical_values;  // canonical sweep value -> index
     for (size_t j = 0; j < values.size(); ++j) {
       if (!swept.empty() && !values[j].empty()) merged[swept] = values[j];
-      absl::StatusOr<workloads::Params> resolved = workloads::ResolveParams(workload, merged);
+      absl::StatusOr<catalogue::Params> resolved = catalogue::ResolveParams(workload, merged);
       if (!resolved.ok()) {
         const std::string at = swept.empty() ? "" : absl::StrCat(" at ", swept, "=", values[j]);
         return FieldError(CombinationField(spec, i, resolved.status().message()),
@@ -563,7 +559,7 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
     const std::string lowest_value = absl::StrCat(1);
     for (const auto& [name, policy] : policies) merged[name] = lowest_value;
     if (!swept.empty() && !values.front().empty()) merged[swept] = values.front();
-    absl::StatusOr<workloads::Params> lowest = workloads::ResolveParams(workload, merged);
+    absl::StatusOr<catalogue::Params> lowest = catalogue::ResolveParams(workload, merged);
     if (!lowest.ok()) {
       return FieldError(
           CombinationField(spec, i, lowest.status().message()),
@@ -579,11 +575,11 @@ absl::Status CheckCombinations(const workloads::Workload& workload, const v1::Ru
 absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
   if (absl::Status s = CheckName(spec.name(), "name"); !s.ok()) return s;
   if (spec.benchmark().empty()) return FieldError("benchmark", "required");
-  const workloads::Workload* workload = FindWorkload(spec.benchmark());
+  const catalogue::WorkloadSchema* workload = FindWorkload(spec.benchmark());
   if (workload == nullptr) {
     return FieldError("benchmark",
                       absl::StrCat("unknown benchmark ", Quote(spec.benchmark()), " (known: ",
-                                   absl::StrJoin(workloads::Registry::Get().Names(), ", "), ")"));
+                                   absl::StrJoin(catalogue::WorkloadNames(), ", "), ")"));
   }
   const std::string& swept = spec.sweep().param();
   if (absl::Status s = CheckParams(*workload, spec.params(), "params", swept); !s.ok()) return s;

@@ -67,8 +67,6 @@ export interface RunForm {
   onHostLost: { action: string; after: string };
 }
 
-export const MONITORS = ["flush_profile", "interrupts", "vmstat", "perf"] as const;
-
 /** The on_host_lost actions (scheduler/host_lost.h). */
 export const HOST_LOST_ACTIONS = ["wait", "fail", "restart"] as const;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { emptyForm, type RunForm } from "./runform";
-import { WORKLOADS } from "./testdata/workloads";
+import { MONITORS, WORKLOADS } from "./testdata/workloads";
 import {
   checkParam,
   parseDurationSeconds,
@@ -23,21 +23,36 @@ function valid(): RunForm {
 
 describe("validateForm", () => {
   it("accepts the quickstart's spec", () => {
-    expect(validateForm(valid(), WORKLOADS)).toEqual({});
+    expect(validateForm(valid(), WORKLOADS, MONITORS)).toEqual({});
   });
 
   it("refuses a parameter out of its bounds with the server's field and words", () => {
     const f = valid();
     f.arms[0]!.params.seconds = "0";
-    expect(validateForm(f, WORKLOADS)).toEqual({
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({
       "arms[0].params.seconds": 'must be an integer in [1, 3600], got "0"',
     });
+  });
+
+  it("knows the monitors the server's catalogue lists, and only those", () => {
+    const f = valid();
+    f.monitors = ["vmstat", "flush_profile"];
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({});
+    f.monitors = ["vmstat", "pmu"];
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({
+      monitors: 'unknown monitor "pmu" (known: flush_profile, interrupts, vmstat, perf)',
+    });
+    // A server whose catalogue has no vmstat refuses it too: nothing is hard-coded here.
+    f.monitors = ["vmstat"];
+    expect(validateForm(f, WORKLOADS, MONITORS.slice(0, 1)).monitors).toMatch(
+      /\(known: flush_profile\)$/,
+    );
   });
 
   it("checks enums, booleans in every spelling, and unknown parameters", () => {
     const f = valid();
     f.params = { mmap: "sometimes", random_size: "yes", colour: "red" };
-    const e = validateForm(f, WORKLOADS);
+    const e = validateForm(f, WORKLOADS, MONITORS);
     expect(e["params.mmap"]).toBe('must be one of always|never, got "sometimes"');
     expect(e["params.random_size"]).toBeUndefined();
     expect(e["params.colour"]).toMatch(/^unknown parameter for ebizzy \(known: threads, seconds/);
@@ -46,7 +61,7 @@ describe("validateForm", () => {
   it("finds sweep values out of bounds and repeats in another spelling", () => {
     const f = valid();
     f.sweep.values = "1, 01, 0";
-    const e = validateForm(f, WORKLOADS);
+    const e = validateForm(f, WORKLOADS, MONITORS);
     expect(e["sweep.threads[1]"]).toBe('"01" repeats an earlier value');
     expect(e["sweep.threads[2]"]).toBe('must be an integer in [1, 4096], got "0"');
   });
@@ -54,22 +69,24 @@ describe("validateForm", () => {
   it("accepts ncpus expressions as sweep bounds and refuses other names", () => {
     const f = valid();
     f.sweep = { ...f.sweep, mode: "policy", policy: "fib", min: "ncpus/2", max: "2*ncpus" };
-    expect(validateForm(f, WORKLOADS)).toEqual({});
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({});
     f.sweep.max = "2*cpus";
-    expect(validateForm(f, WORKLOADS)["sweep.threads.max"]).toMatch(/expression of ncpus/);
+    expect(validateForm(f, WORKLOADS, MONITORS)["sweep.threads.max"]).toMatch(
+      /expression of ncpus/,
+    );
   });
 
   it("refuses a swept parameter that is also fixed", () => {
     const f = valid();
     f.arms[1]!.params.threads = "4";
-    expect(validateForm(f, WORKLOADS)["arms[1].params.threads"]).toMatch(/is swept/);
+    expect(validateForm(f, WORKLOADS, MONITORS)["arms[1].params.threads"]).toMatch(/is swept/);
   });
 
   it("checks arm names, duplicates and ceilings", () => {
     const f = valid();
     f.arms[1]!.name = "mmap";
     f.arms[0]!.ceiling = "-1";
-    const e = validateForm(f, WORKLOADS);
+    const e = validateForm(f, WORKLOADS, MONITORS);
     expect(e["arms[1].name"]).toBe('duplicate arm name "mmap"');
     expect(e["arms[0].ceiling"]).toBe(
       'must be "default" or an integer in [0, 2147483647], got "-1"',
@@ -77,33 +94,33 @@ describe("validateForm", () => {
     f.arms[0]!.ceiling = "default";
     f.arms[1]!.ceiling = "2147483647";
     f.arms[1]!.name = "big";
-    expect(validateForm(f, WORKLOADS)).toEqual({});
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({});
   });
 
   it("checks iterations, boots and adaptive runs", () => {
     const f = valid();
     f.iterations.count = "three";
     f.boots.count = "0";
-    let e = validateForm(f, WORKLOADS);
+    let e = validateForm(f, WORKLOADS, MONITORS);
     expect(e.iterations).toBe('must be an integer in [1, 100000], got "three"');
     expect(e.boots).toBe('must be an integer in [1, 1000], got "0"');
     f.iterations = { adaptive: true, count: "", min: "5", max: "3" };
     f.boots.count = "1";
     f.targetCi = "60%";
-    e = validateForm(f, WORKLOADS);
+    e = validateForm(f, WORKLOADS, MONITORS);
     expect(e["iterations.min"]).toBe("must be between 1 and max (3), got 5");
     expect(e["iterations.target_ci"]).toMatch(/between 0.0001% and 50%/);
     f.arms.pop();
     f.iterations.min = "2";
     f.targetCi = "1%";
-    expect(validateForm(f, WORKLOADS).iterations).toMatch(/at least two arms/);
+    expect(validateForm(f, WORKLOADS, MONITORS).iterations).toMatch(/at least two arms/);
   });
 
   it("checks host selectors and the run name", () => {
     const f = valid();
     f.name = "has space";
     f.hosts = { ...f.hosts, count: "0", minDtlbEntries: "70000" };
-    const e = validateForm(f, WORKLOADS);
+    const e = validateForm(f, WORKLOADS, MONITORS);
     expect(e.name).toMatch(/A-Z a-z 0-9/);
     expect(e["hosts.count"]).toBe('must be an integer in [1, 1000], got "0"');
     expect(e["hosts.min_dtlb_entries"]).toBe('must be an integer in [1, 65536], got "70000"');
@@ -115,7 +132,7 @@ describe("validateForm", () => {
     f.sweep.mode = "none";
     f.arms = [{ name: "a", ceiling: "", params: {} }];
     f.params = { server: "192.0.2.1" };
-    expect(validateForm(f, WORKLOADS)).toEqual({});
+    expect(validateForm(f, WORKLOADS, MONITORS)).toEqual({});
   });
 });
 
@@ -123,7 +140,7 @@ describe("on_host_lost", () => {
   const check = (action: string, after: string) => {
     const f = valid();
     f.onHostLost = { action, after };
-    return validateForm(f, WORKLOADS);
+    return validateForm(f, WORKLOADS, MONITORS);
   };
   it("accepts each action, with or without a bound", () => {
     for (const action of ["wait", "fail", "restart"]) expect(check(action, "")).toEqual({});

@@ -5,10 +5,11 @@
 // host-dependent sweeps) comes back as an error naming the field, shown the same way.
 import {
   ParameterSchema_Type,
+  type MonitorSchema,
   type ParameterSchema,
   type WorkloadSchema,
 } from "../api/gen/tlbfleet/v1/fleet";
-import { HOST_LOST_ACTIONS, MONITORS, parseLabels, type LevelForm, type RunForm } from "./runform";
+import { HOST_LOST_ACTIONS, parseLabels, type LevelForm, type RunForm } from "./runform";
 
 /** Field path (as the server names it, e.g. "arms[0].params.threads") -> message. */
 export type FieldErrors = Record<string, string>;
@@ -121,7 +122,12 @@ export function parseTargetCi(text: string): number | string {
   return value;
 }
 
-export function validateForm(form: RunForm, workloads: WorkloadSchema[]): FieldErrors {
+/** `workloads` and `monitors` are the server's catalogue (GET /api/v1/workloads). */
+export function validateForm(
+  form: RunForm,
+  workloads: WorkloadSchema[],
+  monitors: MonitorSchema[],
+): FieldErrors {
   const errors: FieldErrors = {};
   if (!NAME_RE.test(form.name.trim())) errors.name = NAME_RULE;
   const workload = workloads.find((w) => w.name === form.benchmark);
@@ -188,9 +194,10 @@ export function validateForm(form: RunForm, workloads: WorkloadSchema[]): FieldE
   for (const key of Object.keys(parseLabels(h.labels))) {
     if (key === "") errors["hosts.labels"] = "a label needs a name (name=value)";
   }
+  const known = monitors.map((m) => m.name);
   for (const m of form.monitors) {
-    if (!(MONITORS as readonly string[]).includes(m)) {
-      errors.monitors = `unknown monitor ${quoted(m)} (known: ${MONITORS.join(", ")})`;
+    if (!known.includes(m)) {
+      errors.monitors = `unknown monitor ${quoted(m)} (known: ${known.join(", ")})`;
     }
   }
   if (form.jobTimeoutSeconds.trim()) {

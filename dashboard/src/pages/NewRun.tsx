@@ -14,7 +14,6 @@ import {
   emptyForm,
   formToYaml,
   HOST_LOST_ACTIONS,
-  MONITORS,
   yamlToForm,
   type ArmForm,
   type LevelForm,
@@ -148,6 +147,7 @@ export function NewRunPage({ location }: { location: Location }) {
   const formRef = useRef<HTMLFormElement>(null);
 
   const schemas = workloads.data?.workloads ?? [];
+  const monitors = workloads.data?.monitors ?? [];
   const workload = schemas.find((w) => w.name === form?.benchmark);
 
   // The first render with the catalogue: the saved draft, or the URL's benchmark/preset.
@@ -170,8 +170,8 @@ export function NewRunPage({ location }: { location: Location }) {
   }, [workloads.data]);
 
   const clientErrors: FieldErrors = useMemo(
-    () => (form ? validateForm(form, schemas) : {}),
-    [form, schemas],
+    () => (form ? validateForm(form, schemas, monitors) : {}),
+    [form, schemas, monitors],
   );
   const shownErrors: FieldErrors = useMemo(() => {
     const e: FieldErrors = submitted ? { ...clientErrors } : {};
@@ -782,8 +782,8 @@ export function NewRunPage({ location }: { location: Location }) {
             </fieldset>
             <fieldset data-field="monitors">
               <legend>Monitors</legend>
-              {MONITORS.map((m) => (
-                <label class="check" key={m}>
+              {monitors.map(({ name: m, help }) => (
+                <label class="check" key={m} title={help}>
                   <input
                     type="checkbox"
                     name="monitors"

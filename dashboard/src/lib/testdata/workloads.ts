@@ -1,6 +1,10 @@
 // A workload catalogue shaped as GET /api/v1/workloads answers it (JSON mapping), decoded by
 // the generated code: ebizzy and netperf as agent/workloads declares them (abridged).
-import { ListWorkloadsResponse, type WorkloadSchema } from "../../api/gen/tlbfleet/v1/fleet";
+import {
+  ListWorkloadsResponse,
+  type MonitorSchema,
+  type WorkloadSchema,
+} from "../../api/gen/tlbfleet/v1/fleet";
 
 export const WORKLOADS: WorkloadSchema[] = ListWorkloadsResponse.fromJSON({
   workloads: [
@@ -47,3 +51,13 @@ export const WORKLOADS: WorkloadSchema[] = ListWorkloadsResponse.fromJSON({
     },
   ],
 }).workloads;
+
+/** The catalogue's monitors, as the same response lists them. */
+export const MONITORS: MonitorSchema[] = ListWorkloadsResponse.fromJSON({
+  monitors: [
+    { name: "flush_profile", help: "TLB flushes by reason and size (tlb:tlb_flush)" },
+    { name: "interrupts", help: "TLB shootdown interrupts (/proc/interrupts)" },
+    { name: "vmstat", help: "/proc/vmstat counters" },
+    { name: "perf", help: "hardware counters (perf_event_open)" },
+  ],
+}).monitors;
