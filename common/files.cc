@@ -9,6 +9,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet {
 
@@ -33,36 +34,36 @@ absl::Status ErrnoStatus(int err, std::string_view what) {
   }
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path);
+absl::StatusOr<std::string> ReadFd(int fd, std::string_view what, int* err) {
   std::string out;
   char buf[8192];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return ErrnoStatus(err, path);
+      if (err != nullptr) *err = errno;
+      return ErrnoStatus(errno, what);
     }
-    if (n == 0) break;
+    if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
-  return out;
 }
 
-namespace {
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoStatus(errno, path);
+  return ReadFd(fd.get(), path);
+}
 
 absl::Status FsyncPath(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus(err, absl::StrCat("fsync ", path));
+  ScopedFd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  if (!fd) return ErrnoStatus(errno, absl::StrCat("open ", path));
+  if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, absl::StrCat("fsync ", path));
   return absl::OkStatus();
+}
+
+absl::Status FsyncDirectory(const std::string& dir) {
+  return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
 }
 
 std::string DirName(const std::string& path) {
@@ -72,38 +73,31 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-}  // namespace
-
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", rng() % 1000000);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, tmp);
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd) return ErrnoStatus(errno, tmp);
+  auto fail = [&tmp](int err, std::string_view what) {
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(err, what);
+  };
   size_t done = 0;
   while (done < contents.size()) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return ErrnoStatus(err, tmp);
+      return fail(errno, tmp);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("fsync ", tmp));
-  }
-  ::close(fd);
+  if (::fsync(fd.get()) != 0) return fail(errno, absl::StrCat("fsync ", tmp));
+  int close_err = 0;
+  if (!fd.Close(&close_err)) return fail(close_err, absl::StrCat("close ", tmp));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(err, absl::StrCat("rename ", tmp, " -> ", path));
+    return fail(errno, absl::StrCat("rename ", tmp, " -> ", path));
   }
-  return FsyncPath(DirName(path), O_RDONLY | O_DIRECTORY);
+  return FsyncDirectory(DirName(path));
 }
 
 absl::Status MakeDirs(const std::string& path, int mode) {

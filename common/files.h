@@ -12,6 +12,18 @@ namespace tlbfleet {
 // Reads the whole file. NOT_FOUND if it does not exist; PERMISSION_DENIED on EACCES/EPERM.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Reads `fd` from where it is to the end (EINTR retried); errors name `what`, and put errno in
+// `*err` when it is given.
+absl::StatusOr<std::string> ReadFd(int fd, std::string_view what, int* err = nullptr);
+
+// Opens `path` with `flags` and fsyncs it: what makes a rename or a link in a directory, or
+// a file written through another descriptor, durable.
+absl::Status FsyncPath(const std::string& path, int flags);
+absl::Status FsyncDirectory(const std::string& dir);  // FsyncPath(dir, O_RDONLY|O_DIRECTORY)
+
+// The directory part of `path`: "." without a slash, "/" for a file at the root.
+std::string DirName(const std::string& path);
+
 // Crash-safe replace: writes `contents` to a temp file in the same directory, fsyncs it,
 // renames it over `path`, then fsyncs the directory. After a crash `path` holds either the
 // old or the new contents, never a mix.

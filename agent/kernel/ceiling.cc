@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 namespace {
@@ -104,12 +105,11 @@ v1::CeilingInfo ProbeCeiling(const Sysroot& sysroot) {
 
   // Opening for writing without writing changes nothing, in debugfs or elsewhere.
   int write_err = 0;
-  int fd = sysroot.OpenFd(kCeilingPath, O_WRONLY);
-  if (fd >= 0) {
-    ::close(fd);
+  ScopedFd probe(sysroot.OpenFd(kCeilingPath, O_WRONLY));
+  if (probe) {
     info.set_writable(true);
   } else {
-    write_err = -fd;
+    write_err = -probe.release();
   }
 
   if (!info.readable()) {

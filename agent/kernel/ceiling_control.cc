@@ -17,21 +17,6 @@
 namespace tlbfleet::agent {
 namespace {
 
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, dir);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  return rc == 0 ? absl::OkStatus() : ErrnoStatus(err, absl::StrCat("fsync ", dir));
-}
-
 // The boot_id of a journal that does not parse as a whole, if its first line still says it.
 std::string SalvageBootId(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
@@ -92,7 +77,7 @@ absl::Status RemoveCeilingJournal(const std::string& path) {
     if (errno == ENOENT) return absl::OkStatus();
     return ErrnoStatus(errno, absl::StrCat("unlink ", path));
   }
-  return FsyncDir(DirOf(path));
+  return FsyncDirectory(DirName(path));
 }
 
 const char* CeilingRecoveryName(CeilingRecovery::Outcome outcome) {
@@ -124,7 +109,7 @@ CeilingRecovery RecoverCeiling(const Sysroot& sysroot, const std::string& journa
     // Not knowing the original, writing anything would be a guess; keep it for a human.
     std::string aside = absl::StrCat(journal_path, ".corrupt");
     std::rename(journal_path.c_str(), aside.c_str());
-    (void)FsyncDir(DirOf(journal_path));
+    (void)FsyncDirectory(DirName(journal_path));
     // Its boot_id line may still be readable: a journal of an earlier boot is harmless
     // whatever the rest says, because the reboot reset the tunable.
     std::string salvaged = SalvageBootId(aside);

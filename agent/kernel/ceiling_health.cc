@@ -50,13 +50,9 @@ absl::Status ClearCeilingDegraded(const std::string& path) {
     if (errno == ENOENT) return absl::OkStatus();
     return ErrnoStatus(errno, absl::StrCat("unlink ", path));
   }
-  const std::string dir =
-      path.rfind('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
-  }
+  // The unlink is done; a directory that cannot be synced only risks the marker coming back
+  // after a crash, which the boot_id check above then clears again.
+  (void)FsyncDirectory(DirName(path));
   return absl::OkStatus();
 }
 

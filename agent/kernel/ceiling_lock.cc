@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/kernel/ceiling_control.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 namespace {
@@ -51,27 +52,27 @@ absl::StatusOr<std::unique_ptr<CeilingLock>> CeilingLock::Acquire(const Sysroot&
   const std::string path = sysroot.Path(kCeilingLockPath);
   // /run exists on every systemd and sysvinit host; a bare initramfs may lack it.
   if (absl::Status s = MakeDirs(path.substr(0, path.rfind('/'))); !s.ok()) return s;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open the host's ceiling lock ", path));
+  ScopedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) return ErrnoStatus(errno, absl::StrCat("open the host's ceiling lock ", path));
   const int op = (mode == Mode::kExclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
   int rc;
   do {
-    rc = ::flock(fd, op);
+    rc = ::flock(fd.get(), op);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     int err = errno;
-    std::string holder = err == EWOULDBLOCK ? Holder(ReadAll(fd)) : "";
-    ::close(fd);
+    std::string holder = err == EWOULDBLOCK ? Holder(ReadAll(fd.get())) : "";
     if (err != EWOULDBLOCK) return ErrnoStatus(err, absl::StrCat("flock ", path));
     return absl::UnavailableError(
         absl::StrCat("the host's ceiling lock ", path, " is held by ", holder,
                      ": another agent on this host is measuring or changing the flush ceiling"));
   }
-  std::unique_ptr<CeilingLock> lock(new CeilingLock(fd, mode));
+  const int lock_fd = fd.get();
+  std::unique_ptr<CeilingLock> lock(new CeilingLock(std::move(fd), mode));
   if (mode == Mode::kShared) return lock;
 
   // A line left by an exclusive holder that died before its release.
-  const std::string left = CeilingLockHolderJournal(ReadAll(fd));
+  const std::string left = CeilingLockHolderJournal(ReadAll(lock_fd));
   if (!left.empty() && left != journal_path && !boot_id.empty()) {
     absl::StatusOr<CeilingJournal> journal = ReadCeilingJournal(left);
     if (journal.ok() && journal->boot_id == boot_id) {
@@ -83,8 +84,8 @@ absl::StatusOr<std::unique_ptr<CeilingLock>> CeilingLock::Acquire(const Sysroot&
     }
   }
   const std::string line = FormatCeilingLockHolder(::getpid(), journal_path);
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) {
+  if (::ftruncate(lock_fd, 0) != 0 ||
+      ::pwrite(lock_fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) {
     return ErrnoStatus(errno, absl::StrCat("write the holder into ", path));
   }
   return lock;
@@ -92,8 +93,7 @@ absl::StatusOr<std::unique_ptr<CeilingLock>> CeilingLock::Acquire(const Sysroot&
 
 CeilingLock::~CeilingLock() {
   // Emptied first: a line that survives means its writer died while holding the lock.
-  if (mode_ == Mode::kExclusive) (void)::ftruncate(fd_, 0);
-  ::close(fd_);  // releases the flock
+  if (mode_ == Mode::kExclusive) (void)::ftruncate(fd_.get(), 0);
 }
 
 }  // namespace tlbfleet::agent

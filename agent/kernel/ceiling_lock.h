@@ -19,9 +19,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "agent/kernel/sysroot.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 
@@ -47,8 +49,8 @@ class CeilingLock {
   Mode mode() const { return mode_; }
 
  private:
-  CeilingLock(int fd, Mode mode) : fd_(fd), mode_(mode) {}
-  int fd_;
+  CeilingLock(ScopedFd fd, Mode mode) : fd_(std::move(fd)), mode_(mode) {}
+  ScopedFd fd_;  // its close releases the flock
   Mode mode_;
 };
 

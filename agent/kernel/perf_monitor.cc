@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 namespace {
@@ -39,7 +40,6 @@ const Counter kCounters[] = {
 
 class PerfMonitor : public Monitor {
  public:
-  ~PerfMonitor() override { CloseAll(); }
   std::string_view name() const override { return kPerfMonitor; }
   absl::Status Start() override { return absl::OkStatus(); }
 
@@ -62,15 +62,15 @@ class PerfMonitor : public Monitor {
         notes_.push_back(
             absl::StrCat("perf: ", c.perf_name, " not supported (", std::strerror(err), ")"));
       }
-      fds_.push_back(fd);
+      fds_.emplace_back(fd);
     }
   }
 
   absl::Status Stop(MonitorOutput* out) override {
     for (size_t i = 0; i < fds_.size() && i < std::size(kCounters); ++i) {
-      if (fds_[i] < 0) continue;
+      if (!fds_[i]) continue;
       uint64_t v[3] = {0, 0, 0};  // value, time enabled, time running
-      if (::read(fds_[i], v, sizeof v) != static_cast<ssize_t>(sizeof v)) {
+      if (::read(fds_[i].get(), v, sizeof v) != static_cast<ssize_t>(sizeof v)) {
         notes_.push_back(
             absl::StrCat("perf: cannot read ", kCounters[i].perf_name, ": ", std::strerror(errno)));
         continue;
@@ -88,19 +88,12 @@ class PerfMonitor : public Monitor {
     if (fds_.empty()) notes_.push_back("perf: the workload never started; nothing counted");
     for (std::string& n : notes_) out->notes.push_back(std::move(n));
     notes_.clear();
-    CloseAll();
+    fds_.clear();  // closes the counters
     return absl::OkStatus();
   }
 
  private:
-  void CloseAll() {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
-    fds_.clear();
-  }
-
-  std::vector<int> fds_;
+  std::vector<ScopedFd> fds_;  // one per counter of kCounters; invalid: not supported
   std::vector<std::string> notes_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 
@@ -21,40 +22,26 @@ int Sysroot::OpenFd(std::string_view abs_path, int flags) const {
 }
 
 int Sysroot::WriteText(std::string_view abs_path, std::string_view text) const {
-  int fd = OpenFd(abs_path, O_WRONLY | O_TRUNC);
-  if (fd < 0) return -fd;
+  ScopedFd fd(OpenFd(abs_path, O_WRONLY | O_TRUNC));
+  if (!fd) return -fd.release();
   ssize_t n;
   do {
-    n = ::write(fd, text.data(), text.size());
+    n = ::write(fd.get(), text.data(), text.size());
   } while (n < 0 && errno == EINTR);
   int err = n < 0 ? errno : (static_cast<size_t>(n) != text.size() ? EIO : 0);
-  ::close(fd);
+  // A sysfs or debugfs write reports its error at write(2); close only releases.
   return err;
 }
 
 absl::StatusOr<std::string> Sysroot::Read(std::string_view abs_path, int* err) const {
   if (err != nullptr) *err = 0;
-  int fd = OpenFd(abs_path, O_RDONLY);
-  if (fd < 0) {
-    if (err != nullptr) *err = -fd;
-    return ErrnoStatus(-fd, Path(abs_path));
+  ScopedFd fd(OpenFd(abs_path, O_RDONLY));
+  if (!fd) {
+    const int open_err = -fd.release();
+    if (err != nullptr) *err = open_err;
+    return ErrnoStatus(open_err, Path(abs_path));
   }
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      if (err != nullptr) *err = e;
-      return ErrnoStatus(e, Path(abs_path));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
+  return ReadFd(fd.get(), Path(abs_path), err);
 }
 
 absl::StatusOr<std::string> Sysroot::ReadTrimmed(std::string_view abs_path) const {

@@ -68,11 +68,7 @@ absl::StatusOr<std::string> LoadOrCreateAgentId(const std::string& state_dir) {
   int err = errno;
   ::unlink(tmp.c_str());
   if (rc != 0 && err != EEXIST) return ErrnoStatus(err, absl::StrCat("link ", tmp, " ", path));
-  int dir = ::open(state_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  if (absl::Status s = FsyncDirectory(state_dir); !s.ok()) return s;
   return ReadExisting(path);
 }
 

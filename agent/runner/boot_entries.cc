@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::agent {
@@ -394,28 +395,24 @@ std::optional<std::string> BootEntries::CheckJob(const v1::JobAssignment& a,
 absl::Status RunShellCommand(const std::string& command) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
+  ScopedFd read_end(out[0]), write_end(out[1]);
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(out[0]);
-    ::close(out[1]);
-    return ErrnoStatus(err, "fork");
-  }
+  if (pid < 0) return ErrnoStatus(errno, "fork");
   if (pid == 0) {
     // The agent blocks SIGTERM/SIGINT for its signal thread; a shell must not inherit that.
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(out[1], STDERR_FILENO);
+    ::dup2(write_end.get(), STDOUT_FILENO);
+    ::dup2(write_end.get(), STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
     ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::close(out[1]);
-  const std::string tail = DrainTail(out[0]);
-  ::close(out[0]);
+  write_end.reset();  // the child's copies are the only writers left: EOF when it exits
+  const std::string tail = DrainTail(read_end.get());
+  read_end.reset();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return ErrnoStatus(errno, "waitpid");

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 extern char** environ;
 
@@ -27,11 +28,6 @@ using Clock = std::chrono::steady_clock;
 // that left the group (setsid) can still hold the pipes open, and it is not waited for.
 constexpr std::chrono::milliseconds kDrainAfterExit{2000};
 constexpr size_t kMaxStdoutBytes = 64 << 20;
-
-void CloseFd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
 
 // Splits stdout into lines as it arrives, bounding line length and total size.
 class LineCollector {
@@ -120,9 +116,7 @@ void AppendTail(std::string& tail, const char* data, size_t n, size_t keep) {
 
 CancelToken::CancelToken() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
-CancelToken::~CancelToken() {
-  if (fd_ >= 0) ::close(fd_);
-}
+CancelToken::~CancelToken() = default;
 
 void CancelToken::Cancel(std::string reason) {
   {
@@ -131,7 +125,7 @@ void CancelToken::Cancel(std::string reason) {
     cancelled_.store(true);
   }
   uint64_t one = 1;
-  ssize_t ignored = ::write(fd_, &one, sizeof one);
+  ssize_t ignored = ::write(fd_.get(), &one, sizeof one);
   (void)ignored;
 }
 
@@ -169,36 +163,34 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
   }
   envp.push_back(nullptr);
 
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1}, go[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
-      ::pipe2(report, O_CLOEXEC) != 0 || (spec.on_forked && ::pipe2(go, O_CLOEXEC) != 0)) {
-    int e = errno;
-    for (int* p : {out, err, report, go}) {
-      CloseFd(p[0]);
-      CloseFd(p[1]);
-    }
-    return ErrnoStatus(e, "pipe2");
+  ScopedFd out_read, out_write, err_read, err_write, report_read, report_write, go_read, go_write;
+  auto open_pipe = [](ScopedFd& read_end, ScopedFd& write_end) {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return false;
+    read_end.reset(ends[0]);
+    write_end.reset(ends[1]);
+    return true;
+  };
+  if (!open_pipe(out_read, out_write) || !open_pipe(err_read, err_write) ||
+      !open_pipe(report_read, report_write) || (spec.on_forked && !open_pipe(go_read, go_write))) {
+    return ErrnoStatus(errno, "pipe2");
   }
 
   const pid_t parent = ::getpid();
   const Clock::time_point start = Clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ExecChild(parent, out[1], err[1], report[1], go[0], go[1], argv.data(), envp.data());
+    ExecChild(parent, out_write.get(), err_write.get(), report_write.get(), go_read.get(),
+              go_write.get(), argv.data(), envp.data());
   }
   int fork_err = errno;
-  CloseFd(out[1]);
-  CloseFd(err[1]);
-  CloseFd(report[1]);
-  CloseFd(go[0]);
+  out_write.reset();
+  err_write.reset();
+  report_write.reset();
+  go_read.reset();
   if (pid > 0 && spec.on_forked) spec.on_forked(pid);
-  CloseFd(go[1]);  // releases the child into exec
-  if (pid < 0) {
-    CloseFd(out[0]);
-    CloseFd(err[0]);
-    CloseFd(report[0]);
-    return ErrnoStatus(fork_err, "fork");
-  }
+  go_write.reset();  // releases the child into exec
+  if (pid < 0) return ErrnoStatus(fork_err, "fork");
   // Also from the parent, so kill(-pid) is right even if we get there before the child ran.
   ::setpgid(pid, pid);
 
@@ -206,15 +198,13 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
   int exec_errno = 0;
   ssize_t n;
   do {
-    n = ::read(report[0], &exec_errno, sizeof exec_errno);
+    n = ::read(report_read.get(), &exec_errno, sizeof exec_errno);
   } while (n < 0 && errno == EINTR);
-  CloseFd(report[0]);
+  report_read.reset();
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     int status;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    CloseFd(out[0]);
-    CloseFd(err[0]);
     return ErrnoStatus(exec_errno, absl::StrCat("exec ", spec.argv[0]));
   }
 
@@ -222,7 +212,7 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
   LineCollector lines(spec, result);
   // Without pidfd (kernel < 5.3) exit is noticed by polling waitpid every 50 ms.
   // Via syscall(2): glibc 2.36's <sys/pidfd.h> lacks extern "C".
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ScopedFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   const bool has_deadline = spec.timeout.count() > 0;
   const Clock::time_point deadline = start + spec.timeout;
   bool killed = false;  // we sent SIGKILL to the group
@@ -235,7 +225,7 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
     killed = true;
   };
 
-  while (out[0] >= 0 || err[0] >= 0 || !exited) {
+  while (out_read || err_read || !exited) {
     Clock::time_point now = Clock::now();
     if (!exited && !killed) {
       if (cancel != nullptr && cancel->cancelled()) {
@@ -249,9 +239,9 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
     if (exited && now >= drain_deadline) break;
 
     std::vector<pollfd> fds;
-    if (out[0] >= 0) fds.push_back({out[0], POLLIN, 0});
-    if (err[0] >= 0) fds.push_back({err[0], POLLIN, 0});
-    if (pidfd >= 0 && !exited) fds.push_back({pidfd, POLLIN, 0});
+    if (out_read) fds.push_back({out_read.get(), POLLIN, 0});
+    if (err_read) fds.push_back({err_read.get(), POLLIN, 0});
+    if (pidfd && !exited) fds.push_back({pidfd.get(), POLLIN, 0});
     if (cancel != nullptr && !killed) fds.push_back({cancel->fd(), POLLIN, 0});
 
     auto wait_until = Clock::time_point::max();
@@ -262,7 +252,7 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - now);
       timeout_ms = static_cast<int>(std::max<int64_t>(left.count() + 1, 0));
     }
-    if (pidfd < 0 && !exited) timeout_ms = timeout_ms < 0 ? 50 : std::min(timeout_ms, 50);
+    if (!pidfd && !exited) timeout_ms = timeout_ms < 0 ? 50 : std::min(timeout_ms, 50);
 
     int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) break;
@@ -270,14 +260,14 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
     char buf[16384];
     for (const pollfd& p : fds) {
       if (p.revents == 0) continue;
-      if (p.fd == out[0] || p.fd == err[0]) {
+      if (p.fd == out_read.get() || p.fd == err_read.get()) {
         ssize_t got = ::read(p.fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
-          CloseFd(p.fd == out[0] ? out[0] : err[0]);
+          (p.fd == out_read.get() ? out_read : err_read).reset();
           continue;
         }
-        if (p.fd == out[0]) {
+        if (p.fd == out_read.get()) {
           lines.Add(buf, static_cast<size_t>(got));
         } else {
           AppendTail(result.stderr_tail, buf, static_cast<size_t>(got), spec.stderr_tail_bytes);
@@ -286,8 +276,8 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
     }
     if (!exited) {
       bool gone = false;
-      if (pidfd >= 0) {
-        for (const pollfd& p : fds) gone |= (p.fd == pidfd && p.revents != 0);
+      if (pidfd) {
+        for (const pollfd& p : fds) gone |= (p.fd == pidfd.get() && p.revents != 0);
       } else {
         pid_t w = ::waitpid(pid, &wait_status, WNOHANG);
         if (w == pid) gone = reaped = true;
@@ -300,9 +290,9 @@ absl::StatusOr<ChildResult> RunChild(const ChildSpec& spec, CancelToken* cancel)
       }
     }
   }
-  CloseFd(out[0]);
-  CloseFd(err[0]);
-  CloseFd(pidfd);
+  out_read.reset();
+  err_read.reset();
+  pidfd.reset();
   if (!reaped) {
     while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }

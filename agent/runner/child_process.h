@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 
@@ -35,10 +36,10 @@ class CancelToken {
   void Cancel(std::string reason);
   bool cancelled() const { return cancelled_.load(); }
   std::string reason() const;
-  int fd() const { return fd_; }  // an eventfd, readable once cancelled
+  int fd() const { return fd_.get(); }  // an eventfd, readable once cancelled
 
  private:
-  int fd_;
+  ScopedFd fd_;
   std::atomic<bool> cancelled_{false};
   mutable absl::Mutex mu_;
   std::string reason_ ABSL_GUARDED_BY(mu_);

@@ -22,17 +22,16 @@ absl::StatusOr<StateDirLock> StateDirLock::Acquire(const std::string& state_dir)
         absl::StrCat("--state-dir ", state_dir, ": cannot create it: ", ec.message()));
   }
   const std::string path = paths::LockFile(state_dir);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  ScopedFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) {
     return absl::InvalidArgumentError(
         absl::StrCat("--state-dir ", state_dir, ": not writable (", std::strerror(errno),
                      "); the agent keeps its id, spool and ceiling journal there"));
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     char pid[32] = {};
-    const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
-    ::close(fd);
+    const ssize_t n = ::pread(fd.get(), pid, sizeof pid - 1, 0);
     if (err == EWOULDBLOCK) {
       std::string holder = n > 0 ? std::string(absl::StripAsciiWhitespace(pid)) : "";
       return absl::FailedPreconditionError(
@@ -44,26 +43,12 @@ absl::StatusOr<StateDirLock> StateDirLock::Acquire(const std::string& state_dir)
         absl::StrCat("--state-dir ", state_dir, ": cannot lock ", path, ": ", std::strerror(err)));
   }
   const std::string pid = absl::StrCat(::getpid(), "\n");
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+  if (::ftruncate(fd.get(), 0) != 0 || ::pwrite(fd.get(), pid.data(), pid.size(), 0) < 0) {
     const int err = errno;
-    ::close(fd);
     return absl::InvalidArgumentError(
         absl::StrCat("--state-dir ", state_dir, ": not writable (", std::strerror(err), ")"));
   }
-  return StateDirLock(fd);
-}
-
-StateDirLock& StateDirLock::operator=(StateDirLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-StateDirLock::~StateDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the lock
+  return StateDirLock(std::move(fd));
 }
 
 }  // namespace tlbfleet::agent

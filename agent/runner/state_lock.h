@@ -6,8 +6,10 @@
 // kill -9); a second one is refused at start.
 
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::agent {
 
@@ -19,15 +21,11 @@ class StateDirLock {
   // agent's pid when it is locked.
   static absl::StatusOr<StateDirLock> Acquire(const std::string& state_dir);
 
-  StateDirLock(StateDirLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  StateDirLock& operator=(StateDirLock&& other) noexcept;
-  StateDirLock(const StateDirLock&) = delete;
-  StateDirLock& operator=(const StateDirLock&) = delete;
-  ~StateDirLock();
+  // Movable; the lock is released when the last owner is destroyed (its descriptor closes).
 
  private:
-  explicit StateDirLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit StateDirLock(ScopedFd fd) : fd_(std::move(fd)) {}
+  ScopedFd fd_;
 };
 
 }  // namespace tlbfleet::agent

@@ -34,27 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_ = -1;
-};
-
 struct Address {
   sockaddr_storage storage{};
   socklen_t length = 0;
@@ -96,8 +75,8 @@ void SetKeepalive(int fd) {
 }
 
 // Binds a socket of `type` to `address` port 0 and fills in the port the kernel chose.
-absl::StatusOr<Fd> BindServer(Address& address, int type) {
-  Fd fd(::socket(address.family(), type | SOCK_CLOEXEC, 0));
+absl::StatusOr<ScopedFd> BindServer(Address& address, int type) {
+  ScopedFd fd(::socket(address.family(), type | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return ErrnoStatus(errno, "netperf: server socket");
   const int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -113,8 +92,8 @@ absl::StatusOr<Fd> BindServer(Address& address, int type) {
   return fd;
 }
 
-absl::StatusOr<Fd> Connect(Address& address, int type) {
-  Fd fd(::socket(address.family(), type | SOCK_CLOEXEC, 0));
+absl::StatusOr<ScopedFd> Connect(Address& address, int type) {
+  ScopedFd fd(::socket(address.family(), type | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return ErrnoStatus(errno, "netperf: client socket");
   if (::connect(fd.get(), address.get(), address.length) != 0) {
     return ErrnoStatus(errno, "netperf: connect");
@@ -180,7 +159,7 @@ std::optional<uint64_t> ServeTest(int control, int data, TestKind test, size_t s
   std::string line;
   if (!IsUdp(test)) {
     SetTimeout(data, SO_RCVTIMEO, 10);  // the client connects at once, or not at all
-    Fd conn(::accept4(data, nullptr, nullptr, SOCK_CLOEXEC));
+    ScopedFd conn(::accept4(data, nullptr, nullptr, SOCK_CLOEXEC));
     if (conn.get() < 0) return std::nullopt;
     SetKeepalive(conn.get());
     if (IsRr(test)) {
@@ -278,7 +257,7 @@ bool ServeControl(int control, ServedTest& served) {
   } else {
     reinterpret_cast<sockaddr_in6*>(&local.storage)->sin6_port = 0;
   }
-  absl::StatusOr<Fd> data = BindServer(local, IsUdp(*test) ? SOCK_DGRAM : SOCK_STREAM);
+  absl::StatusOr<ScopedFd> data = BindServer(local, IsUdp(*test) ? SOCK_DGRAM : SOCK_STREAM);
   if (!data.ok()) return true;
   if (!WriteLine(control, std::to_string(GetPort(local)))) return true;
   std::optional<uint64_t> bytes = ServeTest(control, data->get(), *test, served.message_size);
@@ -308,10 +287,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address
   absl::StatusOr<Address> a = ParseAddress(address);
   if (!a.ok()) return a.status();
   SetPort(*a, port);
-  absl::StatusOr<Fd> listener = BindServer(*a, SOCK_STREAM);
+  absl::StatusOr<ScopedFd> listener = BindServer(*a, SOCK_STREAM);
   if (!listener.ok()) return listener.status();
   std::unique_ptr<Server> server(
-      new Server(listener->release(), GetPort(*a), std::move(on_served)));
+      new Server(*std::move(listener), GetPort(*a), std::move(on_served)));
   try {
     server->thread_ = std::thread(&Server::Serve, server.get());
   } catch (const std::system_error& e) {
@@ -321,18 +300,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const std::string& address
   return server;
 }
 
-Server::Server(int listener, uint16_t port, ServedCallback on_served)
-    : listener_(listener), port_(port), on_served_(std::move(on_served)) {}
+Server::Server(ScopedFd listener, uint16_t port, ServedCallback on_served)
+    : listener_(std::move(listener)), port_(port), on_served_(std::move(on_served)) {}
 
 Server::~Server() {
-  ::shutdown(listener_, SHUT_RDWR);  // wakes the thread blocked in accept
+  ::shutdown(listener_.get(), SHUT_RDWR);  // wakes the thread blocked in accept
   if (thread_.joinable()) thread_.join();
-  ::close(listener_);
 }
 
 void Server::Serve() {
   for (;;) {
-    Fd control(::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC));
+    ScopedFd control(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (control.get() < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // shut down
@@ -351,7 +329,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   absl::StatusOr<Address> a = ParseAddress(address);
   if (!a.ok()) return a.status();
   SetPort(*a, 0);
-  absl::StatusOr<Fd> listener = BindServer(*a, SOCK_STREAM);
+  absl::StatusOr<ScopedFd> listener = BindServer(*a, SOCK_STREAM);
   if (!listener.ok()) return listener.status();
   const uint16_t port = GetPort(*a);
   const pid_t parent = ::getpid();
@@ -360,7 +338,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::s
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
-    Server server(listener->release(), port, nullptr);
+    Server server(*std::move(listener), port, nullptr);
     server.Serve();  // until killed
     ::_exit(0);
   }
@@ -402,7 +380,7 @@ absl::StatusOr<Result> RunClient(const Options& options, uint16_t port) {
   absl::StatusOr<Address> address = ParseAddress(options.server);
   if (!address.ok()) return address.status();
   SetPort(*address, port);
-  absl::StatusOr<Fd> control = Connect(*address, SOCK_STREAM);
+  absl::StatusOr<ScopedFd> control = Connect(*address, SOCK_STREAM);
   if (!control.ok()) return control.status();
   std::string line;
   if (!WriteLine(control->get(),
@@ -411,7 +389,7 @@ absl::StatusOr<Result> RunClient(const Options& options, uint16_t port) {
     return absl::UnavailableError("netperf: the server refused the test");
   }
   SetPort(*address, static_cast<uint16_t>(std::atoi(line.c_str())));
-  absl::StatusOr<Fd> data = Connect(*address, udp ? SOCK_DGRAM : SOCK_STREAM);
+  absl::StatusOr<ScopedFd> data = Connect(*address, udp ? SOCK_DGRAM : SOCK_STREAM);
   if (!data.ok()) return data.status();
 
   std::vector<char> buf(size, 'n');
@@ -438,7 +416,7 @@ absl::StatusOr<Result> RunClient(const Options& options, uint16_t port) {
   }
   if (rr || udp) result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (udp) ::send(data->get(), buf.data(), 0, 0);  // the end marker
-  *data = Fd();  // close: a TCP server sees EOF once it has read everything
+  *data = ScopedFd();  // close: a TCP server sees EOF once it has read everything
   if (!io_ok) return absl::InternalError("netperf: the data connection failed during the test");
   if (!WriteLine(control->get(), "end") || !ReadLine(control->get(), line)) {
     return absl::InternalError("netperf: the server did not report its result");

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/address.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::workloads::netperf {
 
@@ -88,10 +89,10 @@ class Server {
 
  private:
   friend class ServerProcess;  // serves on the listener in its child, without a thread
-  Server(int listener, uint16_t port, ServedCallback on_served);
+  Server(ScopedFd listener, uint16_t port, ServedCallback on_served);
   void Serve();
 
-  int listener_;
+  ScopedFd listener_;
   uint16_t port_;
   ServedCallback on_served_;
   std::thread thread_;

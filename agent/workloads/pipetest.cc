@@ -14,6 +14,7 @@
 #include "agent/workloads/workload_util.h"
 #include "catalogue/workloads/pipetest.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::workloads {
 namespace pipetest {
@@ -34,28 +35,31 @@ bool WriteByte(int fd, char byte) {
   return n == 1;
 }
 
-class Pipe {
- public:
-  ~Pipe() {
-    if (fds[0] >= 0) ::close(fds[0]);
-    if (fds[1] >= 0) ::close(fds[1]);
-  }
-  int fds[2] = {-1, -1};
+struct Pipe {
+  ScopedFd read_end, write_end;
 };
+
+bool OpenPipe(Pipe& pipe) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  pipe.read_end.reset(fds[0]);
+  pipe.write_end.reset(fds[1]);
+  return true;
+}
 
 }  // namespace
 
 absl::StatusOr<double> RunOnce(int64_t loops) {
   Pipe ping;  // parent -> child
   Pipe pong;  // child -> parent
-  if (::pipe2(ping.fds, O_CLOEXEC) != 0 || ::pipe2(pong.fds, O_CLOEXEC) != 0) {
+  if (!OpenPipe(ping) || !OpenPipe(pong)) {
     return ErrnoStatus(errno, "pipetest: pipe");
   }
   ChildGroup child;
   absl::Status s = child.Spawn([&] {
     char byte = 0;
     for (int64_t i = 0; i < loops; ++i) {
-      if (!ReadByte(ping.fds[0], byte) || !WriteByte(pong.fds[1], byte)) return 1;
+      if (!ReadByte(ping.read_end.get(), byte) || !WriteByte(pong.write_end.get(), byte)) return 1;
     }
     return 0;
   });
@@ -66,11 +70,10 @@ absl::StatusOr<double> RunOnce(int64_t loops) {
   char byte = 'p';
   bool ok = true;
   for (int64_t i = 0; i < loops && ok; ++i) {
-    ok = WriteByte(ping.fds[1], byte) && ReadByte(pong.fds[0], byte);
+    ok = WriteByte(ping.write_end.get(), byte) && ReadByte(pong.read_end.get(), byte);
   }
   if (!ok) {
-    ::close(ping.fds[1]);  // unblocks the child if it is still reading
-    ping.fds[1] = -1;
+    ping.write_end.reset();  // unblocks the child if it is still reading
   }
   s = child.Wait();
   const double seconds = SecondsSince(start);

@@ -24,6 +24,7 @@
 #include "agent/workloads/workload_util.h"
 #include "catalogue/workloads/usemem.h"
 #include "common/files.h"
+#include "common/scoped_fd.h"
 
 namespace tlbfleet::workloads {
 namespace usemem {
@@ -62,10 +63,10 @@ class TempDir {
 
 // The child's work: map the file, read every word, check it is all zeros.
 int ReadSparse(const std::string& path, size_t bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 2;
-  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return 2;
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  fd.reset();  // the mapping keeps the file
   if (p == MAP_FAILED) return 3;
   const auto* words = static_cast<const uint64_t*>(p);
   uint64_t sum = 0;
@@ -144,12 +145,11 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
     const size_t pages = i + 1 == n ? total_pages - pages_each * i : pages_each;
     if (pages == 0) continue;
     std::string path = absl::StrCat(dir.path(), "/file", i);
-    const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd < 0) return ErrnoStatus(errno, absl::StrCat("usemem: creating ", path));
-    const int rc = ::ftruncate(fd, static_cast<off_t>(pages * kPage));
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0) return ErrnoStatus(err, absl::StrCat("usemem: sizing ", path));
+    ScopedFd fd(::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
+    if (!fd) return ErrnoStatus(errno, absl::StrCat("usemem: creating ", path));
+    if (::ftruncate(fd.get(), static_cast<off_t>(pages * kPage)) != 0) {
+      return ErrnoStatus(errno, absl::StrCat("usemem: sizing ", path));
+    }
     files.emplace_back(std::move(path), pages * kPage);
   }
 

@@ -47,15 +47,6 @@ absl::StatusOr<std::string> QueryText(sqlite3* db, const char* sql) {
   return text;
 }
 
-absl::Status FsyncPath(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  return rc == 0 ? absl::OkStatus() : ErrnoStatus(err, absl::StrCat("fsync ", path));
-}
-
 }  // namespace
 
 absl::StatusOr<BackupInfo> BackupDatabase(const std::string& source,
@@ -124,9 +115,7 @@ absl::StatusOr<BackupInfo> BackupDatabase(const std::string& source,
     std::remove(temp.c_str());
     return result;
   }
-  const size_t slash = destination.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : destination.substr(0, slash + 1);
-  if (absl::Status s = FsyncPath(dir, O_RDONLY | O_DIRECTORY); !s.ok()) return s;
+  if (absl::Status s = FsyncDirectory(DirName(destination)); !s.ok()) return s;
   if (::stat(destination.c_str(), &st) == 0) info.bytes = st.st_size;
   return info;
 }
