@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "catalogue/catalogue.h"
+#include "common/yaml_fields.h"
 #include "controller/bisect/calibrated.h"
 #include "controller/nightly/cron.h"
 #include "controller/report/comparison.h"
@@ -21,52 +22,12 @@ namespace {
 
 constexpr size_t kMaxScheduleName = 64;
 
-absl::Status Field(const std::string& path, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
-
-absl::StatusOr<std::string> Scalar(const YAML::Node& node, const std::string& path) {
-  if (!node.IsDefined() || node.IsNull()) return Field(path, "value is missing");
-  if (!node.IsScalar()) return Field(path, "expected a single value");
-  return node.Scalar();
-}
-
-absl::StatusOr<int64_t> Integer(const YAML::Node& node, const std::string& path, int64_t lo,
-                                int64_t hi) {
-  absl::StatusOr<std::string> text = Scalar(node, path);
-  if (!text.ok()) return text.status();
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(*text, &value) || value < lo || value > hi) {
-    return Field(path,
-                 absl::StrCat("must be an integer in [", lo, ", ", hi, "], got \"", *text, "\""));
-  }
-  return value;
-}
-
-absl::StatusOr<bool> Boolean(const YAML::Node& node, const std::string& path) {
-  absl::StatusOr<std::string> text = Scalar(node, path);
-  if (!text.ok()) return text.status();
-  if (*text == "true" || *text == "yes") return true;
-  if (*text == "false" || *text == "no") return false;
-  return Field(path, absl::StrCat("expected true or false, got \"", *text, "\""));
-}
-
-absl::Status UnknownKey(const std::string& path, const std::vector<std::string>& known) {
-  return Field(path,
-               absl::StrCat("unknown field (expected one of: ", absl::StrJoin(known, ", "), ")"));
-}
-
-absl::StatusOr<std::vector<std::string>> StringList(const YAML::Node& node,
-                                                    const std::string& path) {
-  if (!node.IsSequence()) return Field(path, "expected a list");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < node.size(); ++i) {
-    absl::StatusOr<std::string> s = Scalar(node[i], absl::StrCat(path, "[", i, "]"));
-    if (!s.ok()) return s.status();
-    out.push_back(*s);
-  }
-  return out;
-}
+using yaml_fields::FieldError;
+using yaml_fields::ScalarBool;
+using yaml_fields::ScalarInt;
+using yaml_fields::ScalarList;
+using yaml_fields::ScalarText;
+using yaml_fields::UnknownField;
 
 std::string Emit(const YAML::Node& node) {
   YAML::Emitter out;
@@ -76,8 +37,9 @@ std::string Emit(const YAML::Node& node) {
 
 // A run spec map, kept as YAML; errors of the run name the field under `run.`.
 absl::StatusOr<YAML::Node> RunNode(const YAML::Node& node) {
-  if (!node.IsDefined() || node.IsNull()) return Field("run", "required: the run spec to start");
-  if (!node.IsMap()) return Field("run", "expected a run spec (a map)");
+  if (!node.IsDefined() || node.IsNull())
+    return FieldError("run", "required: the run spec to start");
+  if (!node.IsMap()) return FieldError("run", "expected a run spec (a map)");
   return YAML::Clone(node);
 }
 
@@ -100,48 +62,50 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
       return absl::OkStatus();
     }
     if (node.Scalar() == "bisect") {
-      return Field(path, "bisect needs its entries: {action: bisect, entries: [...]}");
+      return FieldError(path, "bisect needs its entries: {action: bisect, entries: [...]}");
     }
-    return Field(path, absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
+    return FieldError(path,
+                      absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
   }
-  if (!node.IsMap()) return Field(path, "expected alert, or a map with action: bisect");
+  if (!node.IsMap()) return FieldError(path, "expected alert, or a map with action: bisect");
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     const std::string field = absl::StrCat(path, ".", key);
     if (key == "action") {
-      absl::StatusOr<std::string> a = Scalar(kv.second, field);
+      absl::StatusOr<std::string> a = ScalarText(kv.second, field);
       if (!a.ok()) return a.status();
       if (*a == "alert") {
         out->set_action(v1::OnRegression::ACTION_ALERT);
       } else if (*a == "bisect") {
         out->set_action(v1::OnRegression::ACTION_BISECT);
       } else {
-        return Field(field, absl::StrCat("expected alert or bisect, got \"", *a, "\""));
+        return FieldError(field, absl::StrCat("expected alert or bisect, got \"", *a, "\""));
       }
     } else if (key == "entries") {
-      absl::StatusOr<std::vector<std::string>> e = StringList(kv.second, field);
+      absl::StatusOr<std::vector<std::string>> e = ScalarList(kv.second, field);
       if (!e.ok()) return e.status();
       out->mutable_entries()->Assign(e->begin(), e->end());
     } else if (key == "good" || key == "bad") {
-      absl::StatusOr<std::string> e = Scalar(kv.second, field);
+      absl::StatusOr<std::string> e = ScalarText(kv.second, field);
       if (!e.ok()) return e.status();
       key == "good" ? out->set_good(*e) : out->set_bad(*e);
     } else if (key == "boots_per_round" || key == "max_boots_per_step") {
-      absl::StatusOr<int64_t> n = Integer(kv.second, field, 1, 100);
+      absl::StatusOr<int64_t> n = ScalarInt(kv.second, field, 1, 100);
       if (!n.ok()) return n.status();
       key == "boots_per_round" ? out->set_boots_per_round(static_cast<uint32_t>(*n))
                                : out->set_max_boots_per_step(static_cast<uint32_t>(*n));
     } else {
-      return UnknownKey(
+      return UnknownField(
           field, {"action", "entries", "good", "bad", "boots_per_round", "max_boots_per_step"});
     }
   }
   if (out->action() == v1::OnRegression::ACTION_UNSPECIFIED) {
-    return Field(path + ".action", "required (alert or bisect)");
+    return FieldError(path + ".action", "required (alert or bisect)");
   }
   if (out->action() == v1::OnRegression::ACTION_BISECT) {
     if (out->entries_size() < 2) {
-      return Field(path + ".entries", "a bisection needs at least two boot entries, oldest first");
+      return FieldError(path + ".entries",
+                        "a bisection needs at least two boot entries, oldest first");
     }
     // The ends, when given, are checked as a bisection would check them.
     v1::BisectSpec probe;
@@ -151,37 +115,39 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
     probe.set_boots_per_round(out->boots_per_round());
     probe.set_max_boots_per_step(out->max_boots_per_step());
     absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Start("probe", probe);
-    if (!b.ok()) return Field(path, std::string(b.status().message()));
+    if (!b.ok()) return FieldError(path, std::string(b.status().message()));
   }
   return absl::OkStatus();
 }
 
 absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
-  if (!node.IsMap()) return Field("detect", "expected a map (test, max_p, min_segment)");
+  if (!node.IsMap()) return FieldError("detect", "expected a map (test, max_p, min_segment)");
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
     const std::string field = absl::StrCat("detect.", key);
     if (key == "test") {
-      absl::StatusOr<std::string> t = Scalar(kv.second, field);
+      absl::StatusOr<std::string> t = ScalarText(kv.second, field);
       if (!t.ok()) return t.status();
       if (*t != "permutation" && *t != "student-t") {
-        return Field(field, absl::StrCat("expected permutation or student-t, got \"", *t, "\""));
+        return FieldError(field,
+                          absl::StrCat("expected permutation or student-t, got \"", *t, "\""));
       }
       out->set_test(*t);
     } else if (key == "max_p") {
-      absl::StatusOr<std::string> t = Scalar(kv.second, field);
+      absl::StatusOr<std::string> t = ScalarText(kv.second, field);
       if (!t.ok()) return t.status();
       double p = 0;
       if (!absl::SimpleAtod(*t, &p) || !(p > 0 && p <= 0.5)) {
-        return Field(field, absl::StrCat("must be a probability in (0, 0.5], got \"", *t, "\""));
+        return FieldError(field,
+                          absl::StrCat("must be a probability in (0, 0.5], got \"", *t, "\""));
       }
       out->set_max_p(p);
     } else if (key == "min_segment") {
-      absl::StatusOr<int64_t> n = Integer(kv.second, field, 2, 50);
+      absl::StatusOr<int64_t> n = ScalarInt(kv.second, field, 2, 50);
       if (!n.ok()) return n.status();
       out->set_min_segment(static_cast<uint32_t>(*n));
     } else {
-      return UnknownKey(field, {"test", "max_p", "min_segment"});
+      return UnknownField(field, {"test", "max_p", "min_segment"});
     }
   }
   return absl::OkStatus();
@@ -190,7 +156,7 @@ absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
 // The metric a bisection follows (default: the benchmark's primary one) and its direction.
 absl::Status ResolveMetric(v1::BisectSpec* spec) {
   const catalogue::WorkloadSchema* workload = catalogue::FindWorkload(spec->run().benchmark());
-  if (workload == nullptr) return Field("run.benchmark", "unknown benchmark");
+  if (workload == nullptr) return FieldError("run.benchmark", "unknown benchmark");
   if (spec->metric().empty()) spec->set_metric(std::string(workload->PrimaryMetric()));
   std::vector<std::string> known;
   for (const catalogue::MetricSpec& m : workload->Metrics()) {
@@ -201,9 +167,9 @@ absl::Status ResolveMetric(v1::BisectSpec* spec) {
       return absl::OkStatus();
     }
   }
-  return Field("metric",
-               absl::StrCat("unknown metric \"", spec->metric(), "\" of ", spec->run().benchmark(),
-                            " (known: ", absl::StrJoin(known, ", "), ")"));
+  return FieldError(
+      "metric", absl::StrCat("unknown metric \"", spec->metric(), "\" of ", spec->run().benchmark(),
+                             " (known: ", absl::StrJoin(known, ", "), ")"));
 }
 
 // The sweep value a bisection follows: required when the run sweeps several.
@@ -215,7 +181,8 @@ absl::Status ResolveParam(v1::BisectSpec* spec) {
   }
   if (labels.size() <= 1) {
     if (!spec->param().empty() && (labels.empty() || spec->param() != labels[0])) {
-      return Field("param", absl::StrCat("the run has no sweep value \"", spec->param(), "\""));
+      return FieldError("param",
+                        absl::StrCat("the run has no sweep value \"", spec->param(), "\""));
     }
     if (!labels.empty()) spec->set_param(labels[0]);
     return absl::OkStatus();
@@ -223,11 +190,11 @@ absl::Status ResolveParam(v1::BisectSpec* spec) {
   if (std::find(labels.begin(), labels.end(), spec->param()) != labels.end()) {
     return absl::OkStatus();
   }
-  return Field("param", absl::StrCat(spec->param().empty()
-                                         ? std::string("required: ")
-                                         : absl::StrCat("\"", spec->param(), "\" is not one of "),
-                                     "the run sweeps ", absl::StrJoin(labels, ", "),
-                                     "; name the value to bisect on"));
+  return FieldError("param", absl::StrCat(spec->param().empty() ? std::string("required: ")
+                                                                : absl::StrCat("\"", spec->param(),
+                                                                               "\" is not one of "),
+                                          "the run sweeps ", absl::StrJoin(labels, ", "),
+                                          "; name the value to bisect on"));
 }
 
 }  // namespace
@@ -245,21 +212,21 @@ absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
       if (key == "name") {
-        absl::StatusOr<std::string> name = Scalar(kv.second, key);
+        absl::StatusOr<std::string> name = ScalarText(kv.second, key);
         if (!name.ok()) return name.status();
         spec.set_name(*name);
       } else if (key == "cron") {
-        absl::StatusOr<std::string> cron = Scalar(kv.second, key);
+        absl::StatusOr<std::string> cron = ScalarText(kv.second, key);
         if (!cron.ok()) return cron.status();
         absl::StatusOr<CronSchedule> parsed = CronSchedule::Parse(*cron);
-        if (!parsed.ok()) return Field("cron", std::string(parsed.status().message()));
+        if (!parsed.ok()) return FieldError("cron", std::string(parsed.status().message()));
         spec.set_cron(parsed->text());
       } else if (key == "run") {
         absl::StatusOr<YAML::Node> node = RunNode(kv.second);
         if (!node.ok()) return node.status();
         run = *node;
       } else if (key == "hosts") {
-        if (!kv.second.IsMap()) return Field("hosts", "expected a host selector (a map)");
+        if (!kv.second.IsMap()) return FieldError("hosts", "expected a host selector (a map)");
         spec.set_hosts_yaml(Emit(kv.second));
       } else if (key == "on_regression") {
         if (absl::Status s = ParseOnRegression(kv.second, spec.mutable_on_regression()); !s.ok()) {
@@ -268,22 +235,22 @@ absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
       } else if (key == "detect") {
         if (absl::Status s = ParseDetection(kv.second, spec.mutable_detection()); !s.ok()) return s;
       } else {
-        return UnknownKey(key, {"name", "cron", "hosts", "run", "on_regression", "detect"});
+        return UnknownField(key, {"name", "cron", "hosts", "run", "on_regression", "detect"});
       }
     }
-    if (spec.name().empty()) return Field("name", "required");
+    if (spec.name().empty()) return FieldError("name", "required");
     const bool name_ok =
         spec.name().size() <= kMaxScheduleName &&
         std::all_of(spec.name().begin(), spec.name().end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
         });
     if (!name_ok) {
-      return Field("name",
-                   absl::StrCat("must be 1 to ", kMaxScheduleName,
-                                " letters, digits, '.', '_' or '-', got \"", spec.name(), "\""));
+      return FieldError(
+          "name", absl::StrCat("must be 1 to ", kMaxScheduleName,
+                               " letters, digits, '.', '_' or '-', got \"", spec.name(), "\""));
     }
-    if (spec.cron().empty()) return Field("cron", "required, e.g. \"0 2 * * *\" (UTC)");
-    if (!run.IsDefined()) return Field("run", "required: the run spec to start");
+    if (spec.cron().empty()) return FieldError("cron", "required, e.g. \"0 2 * * *\" (UTC)");
+    if (!run.IsDefined()) return FieldError("run", "required: the run spec to start");
     spec.set_run_yaml(Emit(run));
     if (spec.on_regression().action() == v1::OnRegression::ACTION_UNSPECIFIED) {
       spec.mutable_on_regression()->set_action(v1::OnRegression::ACTION_ALERT);
@@ -323,7 +290,8 @@ absl::StatusOr<std::string> BisectRunYamlFromSchedule(const v1::ScheduleSpec& sp
     const YAML::Node arms = run["arms"];
     if (arms.IsDefined() && arms.IsSequence()) {
       for (size_t i = 0; i < arms.size(); ++i) {
-        if (!arms[i].IsMap() || !arms[i]["name"].IsDefined() || arms[i]["name"].Scalar() != arm) {
+        if (!arms[i].IsMap() || !arms[i]["name"].IsDefined() ||
+            arms[i]["name"].Scalar() != arm) {
           continue;
         }
         YAML::Node copy = YAML::Clone(arms[i]);
@@ -339,7 +307,7 @@ absl::StatusOr<std::string> BisectRunYamlFromSchedule(const v1::ScheduleSpec& sp
     run.remove("boots");
     return Emit(run);
   } catch (const YAML::Exception& e) {
-    return Field("run", e.msg);
+    return FieldError("run", e.msg);
   }
 }
 
@@ -367,23 +335,23 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
       if (key == "entries") {
-        absl::StatusOr<std::vector<std::string>> e = StringList(kv.second, key);
+        absl::StatusOr<std::vector<std::string>> e = ScalarList(kv.second, key);
         if (!e.ok()) return e.status();
         spec.mutable_entries()->Assign(e->begin(), e->end());
       } else if (key == "good" || key == "bad" || key == "metric" || key == "param") {
-        absl::StatusOr<std::string> v = Scalar(kv.second, key);
+        absl::StatusOr<std::string> v = ScalarText(kv.second, key);
         if (!v.ok()) return v.status();
         if (key == "good") spec.set_good(*v);
         if (key == "bad") spec.set_bad(*v);
         if (key == "metric") spec.set_metric(*v);
         if (key == "param") spec.set_param(*v);
       } else if (key == "boots_per_round" || key == "max_boots_per_step") {
-        absl::StatusOr<int64_t> n = Integer(kv.second, key, 1, 100);
+        absl::StatusOr<int64_t> n = ScalarInt(kv.second, key, 1, 100);
         if (!n.ok()) return n.status();
         key == "boots_per_round" ? spec.set_boots_per_round(static_cast<uint32_t>(*n))
                                  : spec.set_max_boots_per_step(static_cast<uint32_t>(*n));
       } else if (key == "skip_endpoint_check") {
-        absl::StatusOr<bool> b = Boolean(kv.second, key);
+        absl::StatusOr<bool> b = ScalarBool(kv.second, key);
         if (!b.ok()) return b.status();
         spec.set_skip_endpoint_check(*b);
       } else if (key == "run") {
@@ -391,8 +359,8 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
         if (!run.ok()) return run.status();
         spec.set_run_yaml(Emit(*run));
       } else {
-        return UnknownKey(key, {"entries", "good", "bad", "metric", "param", "boots_per_round",
-                                "max_boots_per_step", "skip_endpoint_check", "run"});
+        return UnknownField(key, {"entries", "good", "bad", "metric", "param", "boots_per_round",
+                                  "max_boots_per_step", "skip_endpoint_check", "run"});
       }
     }
   } catch (const YAML::Exception& e) {
@@ -400,7 +368,7 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
-  if (spec.run_yaml().empty()) return Field("run", "required: the run each step measures");
+  if (spec.run_yaml().empty()) return FieldError("run", "required: the run each step measures");
   for (int i = 0; i < spec.entries_size(); ++i) {
     const std::string& e = spec.entries(i);
     const bool ok = !e.empty() && e.size() <= 128 && std::all_of(e.begin(), e.end(), [](char c) {
@@ -408,10 +376,10 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
              c == '-';
     });
     if (!ok) {
-      return Field(absl::StrCat("entries[", i, "]"),
-                   absl::StrCat("'", e,
-                                "' is not a boot entry name (letters, digits, '.', '_', "
-                                "'+', '-')"));
+      return FieldError(absl::StrCat("entries[", i, "]"),
+                        absl::StrCat("'", e,
+                                     "' is not a boot entry name (letters, digits, '.', '_', "
+                                     "'+', '-')"));
     }
   }
   // The entries, good and bad are checked first: they are what a user gets wrong most.
@@ -427,16 +395,16 @@ absl::Status CheckBisectRun(v1::BisectSpec* spec) {
     const YAML::Node arms = run["arms"];
     if (arms.IsDefined() && !arms.IsNull()) {
       if (!arms.IsSequence() || arms.size() > 1) {
-        return Field("run.arms",
-                     "a bisection measures one configuration: give at most one arm "
-                     "(its params and ceiling go to every entry)");
+        return FieldError("run.arms",
+                          "a bisection measures one configuration: give at most one arm "
+                          "(its params and ceiling go to every entry)");
       }
       if (arms[0].IsMap() && arms[0]["boot_entry"].IsDefined()) {
-        return Field("run.arms[0].boot_entry", "the bisection chooses the entries");
+        return FieldError("run.arms[0].boot_entry", "the bisection chooses the entries");
       }
     }
   } catch (const YAML::Exception& e) {
-    return Field("run", e.msg);
+    return FieldError("run", e.msg);
   }
   bisect::NextAction probe;
   probe.entries = {spec->entries(0), spec->entries(spec->entries_size() - 1)};
@@ -483,7 +451,7 @@ absl::StatusOr<std::string> MeasurementRunYaml(const v1::BisectSpec& spec,
     run["boots"] = next.boots;
     return Emit(run);
   } catch (const YAML::Exception& e) {
-    return Field("run", e.msg);
+    return FieldError("run", e.msg);
   }
 }
 

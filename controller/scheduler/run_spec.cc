@@ -24,6 +24,11 @@
 namespace tlbfleet::scheduler {
 namespace {
 
+using yaml_fields::ScalarBool;
+using yaml_fields::ScalarInt;
+using yaml_fields::ScalarText;
+using yaml_fields::UnknownField;
+
 // A topology sweep without max walks up to four times the machine, as mmtests does.
 constexpr char kTopologyDefaultMax[] = "4*ncpus";
 
@@ -54,43 +59,6 @@ absl::Status ForEachEntry(const YAML::Node& node, const std::string& path,
     if (absl::Status s = visit(key, entry.second); !s.ok()) return s;
   }
   return absl::OkStatus();
-}
-
-absl::Status UnknownField(const std::string& path, const std::vector<std::string>& known) {
-  return FieldError(
-      path, absl::StrCat("unknown field (expected one of: ", absl::StrJoin(known, ", "), ")"));
-}
-
-absl::StatusOr<std::string> ScalarText(const YAML::Node& node, const std::string& path) {
-  if (node.IsNull()) return FieldError(path, "value is missing");
-  if (!node.IsScalar()) {
-    return FieldError(path, node.IsMap() ? "expected a scalar value, got a map"
-                                         : "expected a scalar value, got a list");
-  }
-  return node.Scalar();
-}
-
-// Integers are range-checked here, before they are narrowed into the proto's uint32
-// fields: a huge value must not wrap around into a valid-looking one.
-absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node, const std::string& path, int64_t lo,
-                                  int64_t hi) {
-  absl::StatusOr<std::string> text = ScalarText(node, path);
-  if (!text.ok()) return text.status();
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(*text, &value)) {
-    return FieldError(path, absl::StrCat("expected an integer, got ", Quote(*text)));
-  }
-  if (value < lo || value > hi) return RangeError(path, lo, hi, *text);
-  return value;
-}
-
-// The spellings workload booleans accept (ParamSpec::Check), so that `pcid: yes` works too.
-absl::StatusOr<bool> ScalarBool(const YAML::Node& node, const std::string& path) {
-  absl::StatusOr<std::string> text = ScalarText(node, path);
-  if (!text.ok()) return text.status();
-  if (*text == "true" || *text == "yes" || *text == "on" || *text == "1") return true;
-  if (*text == "false" || *text == "no" || *text == "off" || *text == "0") return false;
-  return FieldError(path, absl::StrCat("expected true or false, got ", Quote(*text)));
 }
 
 absl::Status ParseStringMap(const YAML::Node& node, const std::string& path,

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "catalogue/catalogue.h"
+#include "common/yaml_fields.h"
 
 namespace tlbfleet::scheduler {
 
@@ -36,14 +37,10 @@ inline constexpr size_t kMaxKernelReleaseGlob = 256;
 inline constexpr size_t kMaxNameLength = 128;
 inline constexpr int64_t kMaxCeiling = std::numeric_limits<int32_t>::max();
 
-// INVALID_ARGUMENT "<path>: <what>".
-absl::Status FieldError(absl::string_view path, absl::string_view what);
-
-// `text` in double quotes, with C escapes so control characters stay visible.
-std::string Quote(absl::string_view text);
-
-// "<path>: must be an integer in [lo, hi], got <text>" (the shape ParamSpec::Check uses).
-absl::Status RangeError(absl::string_view path, int64_t lo, int64_t hi, absl::string_view text);
+// Field errors in the one wording every YAML document uses (common/yaml_fields.h).
+using yaml_fields::FieldError;
+using yaml_fields::Quote;
+using yaml_fields::RangeError;
 
 // An arm's ceiling as stored in ArmSpec.ceiling: "default" or a decimal page count in
 // [0, kMaxCeiling] without leading zeros. Accepts "default" or decimal digits only (no sign,

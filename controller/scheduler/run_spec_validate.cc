@@ -24,17 +24,6 @@
 
 namespace tlbfleet::scheduler {
 
-absl::Status FieldError(absl::string_view path, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
-}
-
-std::string Quote(absl::string_view text) { return absl::StrCat("\"", absl::CEscape(text), "\""); }
-
-absl::Status RangeError(absl::string_view path, int64_t lo, int64_t hi, absl::string_view text) {
-  return FieldError(path,
-                    absl::StrCat("must be an integer in [", lo, ", ", hi, "], got ", Quote(text)));
-}
-
 absl::StatusOr<std::string> CanonicalCeiling(absl::string_view text, absl::string_view path) {
   if (text == "default") return std::string("default");
   // Digits only, like workload integers: no sign, spaces or suffixes to interpret.
