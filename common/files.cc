@@ -55,6 +55,17 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ReadFd(fd.get(), path);
 }
 
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_view flag) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(flag), " ", path, ": cannot read it"));
+  }
+  if (text->find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(flag), " ", path, ": not a PEM file"));
+  }
+  return text;
+}
+
 absl::Status FsyncPath(const std::string& path, int flags) {
   ScopedFd fd(::open(path.c_str(), flags | O_CLOEXEC));
   if (!fd) return ErrnoStatus(errno, absl::StrCat("open ", path));

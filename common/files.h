@@ -12,6 +12,11 @@ namespace tlbfleet {
 // Reads the whole file. NOT_FOUND if it does not exist; PERMISSION_DENIED on EACCES/EPERM.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// A PEM file named by a command-line flag (a certificate, key or CA): INVALID_ARGUMENT
+// "<flag> <path>: cannot read it" or "...: not a PEM file". The one reader the agent's, the
+// CLI's and the controller's TLS flags share.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_view flag);
+
 // Reads `fd` from where it is to the end (EINTR retried); errors name `what`, and put errno in
 // `*err` when it is given.
 absl::StatusOr<std::string> ReadFd(int fd, std::string_view what, int* err = nullptr);

@@ -65,5 +65,22 @@ TEST_F(FilesTest, ErrorsNameThePathAndKeepErrno) {
   EXPECT_EQ(FsyncDirectory(dir_ + "/none").code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(FilesTest, APemFileIsReadOrRefusedNamingItsFlag) {
+  const std::string pem = dir_ + "/ca.pem";
+  const std::string text = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  ASSERT_TRUE(WriteFileAtomic(pem, text).ok());
+  absl::StatusOr<std::string> read = ReadPemFile(pem, "--tls-ca");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, text);
+
+  const std::string not_pem = dir_ + "/key.der";
+  ASSERT_TRUE(WriteFileAtomic(not_pem, "\x30\x82").ok());
+  EXPECT_EQ(ReadPemFile(not_pem, "--tls-key").status().message(),
+            "--tls-key " + not_pem + ": not a PEM file");
+  absl::StatusOr<std::string> missing = ReadPemFile(dir_ + "/none", "--tls-cert");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(missing.status().message(), "--tls-cert " + dir_ + "/none: cannot read it");
+}
+
 }  // namespace
 }  // namespace tlbfleet

@@ -1,28 +1,11 @@
 #include "common/grpc_channel.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
 namespace tlbfleet {
-
-namespace {
-
-absl::StatusOr<std::string> ReadPem(const std::string& path, const std::string& flag) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read it"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file"));
-  }
-  return ss.str();
-}
-
-}  // namespace
 
 absl::Status CheckClientTls(const ClientTls& tls) {
   if (!tls.enabled() && (!tls.cert.empty() || !tls.key.empty())) {
@@ -37,7 +20,7 @@ absl::Status CheckClientTls(const ClientTls& tls) {
        {std::pair(&tls.ca, "--tls-ca"), std::pair(&tls.cert, "--tls-cert"),
         std::pair(&tls.key, "--tls-key")}) {
     if (path->empty()) continue;
-    if (absl::StatusOr<std::string> pem = ReadPem(*path, flag); !pem.ok()) return pem.status();
+    if (absl::StatusOr<std::string> pem = ReadPemFile(*path, flag); !pem.ok()) return pem.status();
   }
   return absl::OkStatus();
 }
@@ -49,13 +32,13 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& ta
     return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   }
   grpc::SslCredentialsOptions options;
-  absl::StatusOr<std::string> ca = ReadPem(tls.ca, "--tls-ca");
+  absl::StatusOr<std::string> ca = ReadPemFile(tls.ca, "--tls-ca");
   if (!ca.ok()) return ca.status();
   options.pem_root_certs = *ca;
   if (!tls.cert.empty()) {
-    absl::StatusOr<std::string> cert = ReadPem(tls.cert, "--tls-cert");
+    absl::StatusOr<std::string> cert = ReadPemFile(tls.cert, "--tls-cert");
     if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key = ReadPem(tls.key, "--tls-key");
+    absl::StatusOr<std::string> key = ReadPemFile(tls.key, "--tls-key");
     if (!key.ok()) return key.status();
     options.pem_cert_chain = *cert;
     options.pem_private_key = *key;

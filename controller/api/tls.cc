@@ -6,10 +6,9 @@
 #include <openssl/x509.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace tlbfleet::api {
@@ -23,17 +22,6 @@ std::string OpenSslError() {
   char buf[256];
   ERR_error_string_n(code, buf, sizeof buf);
   return buf;
-}
-
-absl::StatusOr<std::string> ReadPem(const std::string& path, const std::string& flag) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read it"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file"));
-  }
-  return ss.str();
 }
 
 }  // namespace
@@ -52,7 +40,7 @@ absl::Status CheckTlsFiles(const TlsFiles& files) {
        {std::pair(&files.cert, "--tls-cert"), std::pair(&files.key, "--tls-key"),
         std::pair(&files.client_ca, "--tls-client-ca")}) {
     if (path->empty()) continue;
-    if (absl::StatusOr<std::string> pem = ReadPem(*path, flag); !pem.ok()) return pem.status();
+    if (absl::StatusOr<std::string> pem = ReadPemFile(*path, flag); !pem.ok()) return pem.status();
   }
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()),
                                                         SSL_CTX_free);
@@ -86,14 +74,14 @@ absl::Status CheckTlsFiles(const TlsFiles& files) {
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcServerCredentials(
     const TlsFiles& files) {
   if (!files.enabled()) return grpc::InsecureServerCredentials();
-  absl::StatusOr<std::string> cert = ReadPem(files.cert, "--tls-cert");
+  absl::StatusOr<std::string> cert = ReadPemFile(files.cert, "--tls-cert");
   if (!cert.ok()) return cert.status();
-  absl::StatusOr<std::string> key = ReadPem(files.key, "--tls-key");
+  absl::StatusOr<std::string> key = ReadPemFile(files.key, "--tls-key");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions options;
   options.pem_key_cert_pairs.push_back({*key, *cert});
   if (!files.client_ca.empty()) {
-    absl::StatusOr<std::string> ca = ReadPem(files.client_ca, "--tls-client-ca");
+    absl::StatusOr<std::string> ca = ReadPemFile(files.client_ca, "--tls-client-ca");
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
     // Users' CLIs on the same port present no certificate; agents must (AgentService checks
