@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/csv.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/format.h"
 
@@ -23,47 +24,6 @@ namespace {
 
 constexpr const char* kRequired[] = {"series", "order", "value"};
 constexpr const char* kOptional[] = {"low", "high"};
-
-std::string Trim(std::string_view s) {
-  const size_t first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return "";
-  return std::string(s.substr(first, s.find_last_not_of(" \t\r") - first + 1));
-}
-
-// Splits one CSV line (RFC 4180 quotes, no newline inside a field). nullopt on a stray quote.
-std::optional<std::vector<std::string>> SplitLine(std::string_view line) {
-  std::vector<std::string> fields;
-  std::string field;
-  bool in_quotes = false, was_quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_quotes) {
-      if (c != '"') {
-        field += c;
-      } else if (i + 1 < line.size() && line[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else {
-        in_quotes = false;
-      }
-    } else if (c == '"') {
-      if (was_quoted || !Trim(field).empty()) return std::nullopt;
-      in_quotes = was_quoted = true;
-      field.clear();
-    } else if (c == ',') {
-      fields.push_back(was_quoted ? field : Trim(field));
-      field.clear();
-      was_quoted = false;
-    } else if (was_quoted && c != ' ' && c != '\t' && c != '\r') {
-      return std::nullopt;
-    } else if (!was_quoted) {
-      field += c;
-    }
-  }
-  if (in_quotes) return std::nullopt;
-  fields.push_back(was_quoted ? field : Trim(field));
-  return fields;
-}
 
 absl::Status LineError(size_t line, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", what));
@@ -106,103 +66,98 @@ absl::StatusOr<std::vector<CsvSeries>> ParseChangePointCsv(std::string_view text
   std::vector<std::string> names;  // series in order of appearance
   std::map<std::string, std::vector<Row>> rows;
   std::map<std::string, size_t> first_line;  // series -> its first line (for the interval rule)
-  size_t line_number = 0;
-  size_t start = 0;
   bool have_header = false;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    const std::string trimmed = Trim(line);
-    if (trimmed.empty() || trimmed[0] == '#') continue;
-    std::optional<std::vector<std::string>> fields = SplitLine(line);
-    if (!fields) return LineError(line_number, "a stray double quote");
-    if (!have_header) {
-      have_header = true;
-      columns = fields->size();
-      for (size_t i = 0; i < fields->size(); ++i) {
-        std::string name = (*fields)[i];
-        std::transform(name.begin(), name.end(), name.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        const bool known =
-            std::find(std::begin(kRequired), std::end(kRequired), name) != std::end(kRequired) ||
-            std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional);
-        if (!known) {
+  const CsvReadOptions options{.comment_lines = true};
+  absl::Status status = ForEachCsvRecord(
+      text, options,
+      [&](size_t line_number, const std::vector<std::string>& fields) -> absl::Status {
+        if (!have_header) {
+          have_header = true;
+          columns = fields.size();
+          for (size_t i = 0; i < fields.size(); ++i) {
+            std::string name = fields[i];
+            std::transform(name.begin(), name.end(), name.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            const bool known =
+                std::find(std::begin(kRequired), std::end(kRequired), name) !=
+                    std::end(kRequired) ||
+                std::find(std::begin(kOptional), std::end(kOptional), name) != std::end(kOptional);
+            if (!known) {
+              return LineError(line_number,
+                               absl::StrCat("unknown column '", fields[i],
+                                            "' (the header names series, order, value, and "
+                                            "optionally low and high)"));
+            }
+            if (!column.emplace(name, i).second) {
+              return LineError(line_number, absl::StrCat("column '", name, "' appears twice"));
+            }
+          }
+          for (const char* required : kRequired) {
+            if (!column.count(required)) {
+              return LineError(line_number,
+                               absl::StrCat("missing column '", required,
+                                            "' (the header names series, order, value, and "
+                                            "optionally low and high)"));
+            }
+          }
+          if (column.count("low") != column.count("high")) {
+            return LineError(line_number, column.count("low") ? "column 'low' without 'high'"
+                                                              : "column 'high' without 'low'");
+          }
+          return absl::OkStatus();
+        }
+        if (fields.size() != columns) {
           return LineError(line_number,
-                           absl::StrCat("unknown column '", (*fields)[i],
-                                        "' (the header names series, order, value, and "
-                                        "optionally low and high)"));
+                           absl::StrCat(fields.size(), " fields, the header has ", columns));
         }
-        if (!column.emplace(name, i).second) {
-          return LineError(line_number, absl::StrCat("column '", name, "' appears twice"));
+        const std::string& series = fields[column["series"]];
+        if (series.empty()) return LineError(line_number, "column 'series' is empty");
+        Row row;
+        row.line = line_number;
+        row.order_text = fields[column["order"]];
+        absl::StatusOr<double> order = Number(line_number, "order", row.order_text);
+        if (!order.ok()) return order.status();
+        row.order = *order;
+        absl::StatusOr<double> value = Number(line_number, "value", fields[column["value"]]);
+        if (!value.ok()) return value.status();
+        row.point.value = *value;
+        if (column.count("low")) {
+          const std::string& low_text = fields[column["low"]];
+          const std::string& high_text = fields[column["high"]];
+          if (low_text.empty() != high_text.empty()) {
+            return LineError(line_number, low_text.empty() ? "column 'high' without 'low'"
+                                                           : "column 'low' without 'high'");
+          }
+          if (!low_text.empty()) {
+            absl::StatusOr<double> low = Number(line_number, "low", low_text);
+            if (!low.ok()) return low.status();
+            absl::StatusOr<double> high = Number(line_number, "high", high_text);
+            if (!high.ok()) return high.status();
+            if (!(*low <= *value && *value <= *high)) {
+              return LineError(line_number,
+                               absl::StrCat("columns 'low', 'high': [", low_text, ", ", high_text,
+                                            "] does not hold the value ", fields[column["value"]]));
+            }
+            row.point.low = *low;
+            row.point.high = *high;
+          }
         }
-      }
-      for (const char* required : kRequired) {
-        if (!column.count(required)) {
-          return LineError(line_number,
-                           absl::StrCat("missing column '", required,
-                                        "' (the header names series, order, value, and "
-                                        "optionally low and high)"));
+        auto [it, inserted] = rows.try_emplace(series);
+        if (inserted) {
+          names.push_back(series);
+          first_line[series] = line_number;
+        } else if (it->second.front().point.low.has_value() != row.point.low.has_value()) {
+          return LineError(
+              line_number,
+              absl::StrCat("series '", series, "': this point ",
+                           row.point.low ? "has an interval" : "has no interval", " but line ",
+                           first_line[series], "'s ", row.point.low ? "has none" : "has one",
+                           "; give every point of a series an interval, or none"));
         }
-      }
-      if (column.count("low") != column.count("high")) {
-        return LineError(line_number, column.count("low") ? "column 'low' without 'high'"
-                                                          : "column 'high' without 'low'");
-      }
-      continue;
-    }
-    if (fields->size() != columns) {
-      return LineError(line_number,
-                       absl::StrCat(fields->size(), " fields, the header has ", columns));
-    }
-    const std::string& series = (*fields)[column["series"]];
-    if (series.empty()) return LineError(line_number, "column 'series' is empty");
-    Row row;
-    row.line = line_number;
-    row.order_text = (*fields)[column["order"]];
-    absl::StatusOr<double> order = Number(line_number, "order", row.order_text);
-    if (!order.ok()) return order.status();
-    row.order = *order;
-    absl::StatusOr<double> value = Number(line_number, "value", (*fields)[column["value"]]);
-    if (!value.ok()) return value.status();
-    row.point.value = *value;
-    if (column.count("low")) {
-      const std::string& low_text = (*fields)[column["low"]];
-      const std::string& high_text = (*fields)[column["high"]];
-      if (low_text.empty() != high_text.empty()) {
-        return LineError(line_number, low_text.empty() ? "column 'high' without 'low'"
-                                                       : "column 'low' without 'high'");
-      }
-      if (!low_text.empty()) {
-        absl::StatusOr<double> low = Number(line_number, "low", low_text);
-        if (!low.ok()) return low.status();
-        absl::StatusOr<double> high = Number(line_number, "high", high_text);
-        if (!high.ok()) return high.status();
-        if (!(*low <= *value && *value <= *high)) {
-          return LineError(line_number,
-                           absl::StrCat("columns 'low', 'high': [", low_text, ", ", high_text,
-                                        "] does not hold the value ", (*fields)[column["value"]]));
-        }
-        row.point.low = *low;
-        row.point.high = *high;
-      }
-    }
-    auto [it, inserted] = rows.try_emplace(series);
-    if (inserted) {
-      names.push_back(series);
-      first_line[series] = line_number;
-    } else if (it->second.front().point.low.has_value() != row.point.low.has_value()) {
-      return LineError(
-          line_number,
-          absl::StrCat("series '", series, "': this point ",
-                       row.point.low ? "has an interval" : "has no interval", " but line ",
-                       first_line[series], "'s ", row.point.low ? "has none" : "has one",
-                       "; give every point of a series an interval, or none"));
-    }
-    it->second.push_back(std::move(row));
-  }
+        it->second.push_back(std::move(row));
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
   if (!have_header) return absl::InvalidArgumentError("no header line (series,order,value)");
   std::vector<CsvSeries> out;
   for (const std::string& name : names) {

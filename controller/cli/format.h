@@ -13,10 +13,9 @@
 
 namespace tlbfleet::cli {
 
-// The samples CSV and its helpers live with the report (the HTTP API serves the same bytes).
+// The samples CSV and its helpers live with the report (the HTTP API serves the same bytes);
+// CsvEscape and CsvRow are common/csv.h's.
 using report::BetterName;
-using report::CsvEscape;
-using report::CsvRow;
 using report::FormatDouble;
 using report::FormatResultsCsv;
 using report::ResultsCsvHeader;

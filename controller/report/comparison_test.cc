@@ -95,7 +95,7 @@ TEST(ParseCsvTest, ErrorsNameTheLine) {
   EXPECT_THAT(error(header + "a,0,1,0,ops,fast\n"), HasSubstr("line 2: value \"fast\""));
   EXPECT_THAT(error(header + "a,0,1,0,ops\n"), HasSubstr("line 2"));
   EXPECT_THAT(error(header + "a,0,1,x,ops,1\n"), HasSubstr("iteration"));
-  EXPECT_THAT(error(header + "\"a,0,1,0,ops,1\n"), HasSubstr("line 2: bad quoting"));
+  EXPECT_THAT(error(header + "\"a,0,1,0,ops,1\n"), HasSubstr("line 2: a stray double quote"));
   EXPECT_THAT(error(header + ",0,1,0,ops,1\n"), HasSubstr("must not be empty"));
 }
 

@@ -6,29 +6,6 @@
 
 namespace tlbfleet::report {
 
-std::string CsvEscape(std::string_view field) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
-  std::string out;
-  out.reserve(field.size() + 2);
-  out += '"';
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
-std::string CsvRow(const std::vector<std::string>& fields) {
-  std::string out;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) out += ',';
-    out += CsvEscape(fields[i]);
-  }
-  out += '\n';
-  return out;
-}
-
 std::string FormatDouble(double value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);

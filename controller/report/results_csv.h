@@ -1,21 +1,17 @@
 #pragma once
 // The samples of a run as CSV, the one writer of it: `tlbfleet results --format csv` and the
 // HTTP API's GET /api/v1/runs/{run_id}/results.csv (the dashboard's download) print these
-// bytes. Also the CSV and number helpers they use.
+// bytes (with common/csv.h's CsvRow). Also the number helpers they use.
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/csv.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::report {
 
-// RFC 4180 quoting: a field containing a comma, a double quote, CR or LF is wrapped in double
-// quotes and its quotes are doubled; any other field is returned unchanged.
-std::string CsvEscape(std::string_view field);
-// The escaped fields joined by commas, terminated by '\n'.
-std::string CsvRow(const std::vector<std::string>& fields);
 // The shortest decimal form that parses back to exactly `value` ("1.5", "1e+20", "nan").
 std::string FormatDouble(double value);
 // "higher", "lower" or "" (unspecified).
