@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -75,9 +76,7 @@ absl::StatusOr<std::vector<CsvSeries>> ParseChangePointCsv(std::string_view text
           have_header = true;
           columns = fields.size();
           for (size_t i = 0; i < fields.size(); ++i) {
-            std::string name = fields[i];
-            std::transform(name.begin(), name.end(), name.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            const std::string name = absl::AsciiStrToLower(fields[i]);
             const bool known =
                 std::find(std::begin(kRequired), std::end(kRequired), name) !=
                     std::end(kRequired) ||

@@ -25,6 +25,14 @@ std::string ParseError(std::string_view csv) {
   return std::string(s.status().message());
 }
 
+TEST(ParseChangePointCsvTest, HeaderNamesAreCaseInsensitive) {
+  absl::StatusOr<std::vector<CsvSeries>> series =
+      ParseChangePointCsv("Series,ORDER,Value\na,1,10\na,2,11\n");
+  ASSERT_TRUE(series.ok()) << series.status();
+  ASSERT_EQ(series->size(), 1u);
+  EXPECT_EQ((*series)[0].points.size(), 2u);
+}
+
 TEST(ParseChangePointCsvTest, BadLinesNameTheLineAndColumn) {
   EXPECT_EQ(ParseError("series,order,value,color\n"),
             "line 1: unknown column 'color' (the header names series, order, value, and "

@@ -82,6 +82,16 @@ TEST(ParseCsvTest, HeaderAnyOrderQuotingAndParams) {
   EXPECT_TRUE(std::isnan((*obs)[2].value));
 }
 
+TEST(ParseCsvTest, HeaderNamesAreCaseInsensitive) {
+  absl::StatusOr<std::vector<Observation>> obs =
+      ParseObservationsCsv("Arm,BOOT,Param,Iteration,Metric,VALUE\nmmap,0,threads=1,0,ops,5\n",
+                           Direction::kHigherIsBetter);
+  ASSERT_TRUE(obs.ok()) << obs.status();
+  ASSERT_EQ(obs->size(), 1u);
+  EXPECT_EQ((*obs)[0].arm, "mmap");
+  EXPECT_EQ((*obs)[0].value, 5);
+}
+
 TEST(ParseCsvTest, ErrorsNameTheLine) {
   auto error = [](const std::string& csv) {
     absl::StatusOr<std::vector<Observation>> obs =

@@ -1,11 +1,11 @@
 // ParseObservationsCsv (declared in comparison.h): the offline input of `compare --from-csv`.
 
-#include <cctype>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/csv.h"
@@ -13,12 +13,6 @@
 
 namespace tlbfleet::report {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 constexpr const char* kColumns[] = {"arm", "boot", "param", "iteration", "metric", "value"};
 
@@ -33,7 +27,7 @@ absl::StatusOr<std::vector<Observation>> ParseObservationsCsv(std::string_view t
       text, CsvReadOptions{},
       [&](size_t line_number, const std::vector<std::string>& fields) -> absl::Status {
         if (!have_header) {
-          for (size_t i = 0; i < fields.size(); ++i) column[Lower(fields[i])] = i;
+          for (size_t i = 0; i < fields.size(); ++i) column[absl::AsciiStrToLower(fields[i])] = i;
           for (const char* name : kColumns) {
             if (!column.contains(name)) {
               return absl::InvalidArgumentError(
