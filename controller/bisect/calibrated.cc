@@ -80,7 +80,8 @@ std::string Line(const std::string& what, const ArmComparison& c) {
 
 absl::StatusOr<ArmComparison> CompareArms(const std::vector<report::Observation>& observations,
                                           const std::string& base, const std::string& other,
-                                          const std::string& metric, const std::string& param) {
+                                          const std::string& metric, const std::string& param,
+                                          double level) {
   std::vector<report::Observation> kept;
   for (const report::Observation& o : observations) {
     if (o.metric != metric || report::SweepLabel(o.param_name, o.param_value) != param) continue;
@@ -88,6 +89,7 @@ absl::StatusOr<ArmComparison> CompareArms(const std::vector<report::Observation>
   }
   report::CompareOptions options;
   options.arm_order = {base, other};
+  options.level = level;
   absl::StatusOr<report::Comparison> comparison = report::Compare(kept, options);
   if (!comparison.ok()) return comparison.status();
   for (const report::GroupResult& g : comparison->groups) {

@@ -36,9 +36,11 @@ struct ArmComparison {
 // Compares arm `other` with arm `base` among `observations`, for `metric` and the sweep value
 // labelled `param` ("threads=4", or "" without a sweep; report::SweepLabel). NOT_FOUND when
 // either arm has no observation of them.
+// `level` is the confidence of the verdict's intervals (report::CompareOptions::level).
 absl::StatusOr<ArmComparison> CompareArms(const std::vector<report::Observation>& observations,
                                           const std::string& base, const std::string& other,
-                                          const std::string& metric, const std::string& param);
+                                          const std::string& metric, const std::string& param,
+                                          double level = 0.95);
 
 // A run's samples (the controller's GetResults).
 using SampleLoader =

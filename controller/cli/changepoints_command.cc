@@ -191,6 +191,12 @@ absl::StatusOr<v1::ChangePointsReport> DetectInCsvSeries(const std::vector<CsvSe
   report.set_min_segment(static_cast<uint32_t>(options.min_segment));
   report.set_confidence(options.confidence);
   report.set_seed(options.seed);
+  report.set_serial(stats::SerialModelName(options.serial));
+  if (options.serial == stats::SerialModel::kBlock) {
+    report.set_block_length(static_cast<uint32_t>(options.block_length));
+  }
+  report.set_drift(options.detect_drift);
+  report.set_drift_threshold(options.drift_threshold);
   for (const CsvSeries& s : series) {
     absl::StatusOr<stats::ChangePointResult> result = stats::DetectChangePoints(s.points, options);
     if (!result.ok()) {
@@ -201,6 +207,7 @@ absl::StatusOr<v1::ChangePointsReport> DetectInCsvSeries(const std::vector<CsvSe
     out->set_series(s.name);
     out->set_points(static_cast<uint32_t>(s.points.size()));
     out->set_intervals(!s.points.empty() && s.points[0].low.has_value());
+    out->set_phi(result->serial.phi);
     for (const stats::ChangePoint& cp : result->change_points) {
       v1::DetectedChange* c = out->add_changes();
       const stats::ChangeEstimate& e = cp.estimate;
@@ -218,6 +225,17 @@ absl::StatusOr<v1::ChangePointsReport> DetectInCsvSeries(const std::vector<CsvSe
       c->set_points_before(static_cast<uint32_t>(e.before.end - e.before.begin));
       c->set_points_after(static_cast<uint32_t>(e.after.end - e.after.begin));
     }
+    for (const stats::Trend& t : result->trends) {
+      v1::DetectedTrend* c = out->add_trends();
+      c->set_order_first(s.orders[t.begin]);
+      c->set_order_last(s.orders[t.end - 1]);
+      c->set_index(static_cast<uint32_t>(t.begin));
+      c->set_points(static_cast<uint32_t>(t.end - t.begin));
+      *c->mutable_slope() = Interval(t.slope, t.slope_low, t.slope_high);
+      c->set_level(t.level);
+      if (t.relative_change) c->set_relative_change(*t.relative_change);
+      c->set_p(t.p);
+    }
     for (const stats::ChangePointDecision& d : result->log) {
       v1::ChangeDecision* c = out->add_decisions();
       c->set_kind(stats::ChangePointDecisionName(d.kind));
@@ -225,6 +243,7 @@ absl::StatusOr<v1::ChangePointsReport> DetectInCsvSeries(const std::vector<CsvSe
       c->set_p(d.p);
       c->set_qhat(d.qhat);
       c->set_permutations_run(static_cast<uint32_t>(d.permutations_run));
+      c->set_phi(d.phi);
       *c->mutable_difference() =
           Interval(d.estimate.difference, d.estimate.difference_low, d.estimate.difference_high);
     }
@@ -238,17 +257,36 @@ std::string RenderChangePointsText(const v1::ChangePointsReport& report, bool ex
     absl::StrAppend(&out, " (", report.permutations(), " permutations, seed ", report.seed(), ")");
   }
   absl::StrAppend(&out,
-                  absl::StrFormat(", p <= %g, segments of at least %u points, %g %% intervals\n",
+                  absl::StrFormat(", p <= %g, segments of at least %u points, %g %% intervals",
                                   report.max_p(), report.min_segment(), report.confidence() * 100));
+  if (report.serial() == "ar1") {
+    absl::StrAppend(&out, ", AR(1) noise");
+  } else if (report.serial() == "block") {
+    absl::StrAppend(&out, ", blocks of ", report.block_length(), " points shuffled");
+  } else {
+    absl::StrAppend(&out, ", independent points");
+  }
+  if (report.drift()) {
+    absl::StrAppend(&out, ", drifts told from steps");
+    if (report.drift_threshold() > 0) {
+      absl::StrAppend(&out, absl::StrFormat(" (at least %g %%)", report.drift_threshold() * 100));
+    }
+  }
+  absl::StrAppend(&out, "\n");
   for (const v1::SeriesChanges& s : report.series()) {
     absl::StrAppend(&out, "\nseries ", s.series(), ": ", s.points(), " points",
                     s.intervals() ? " with intervals" : "", ", ");
     if (s.changes().empty()) {
-      absl::StrAppend(&out, "no change point\n");
+      absl::StrAppend(&out, "no change point");
     } else {
       absl::StrAppend(&out, s.changes_size(),
-                      s.changes_size() == 1 ? " change point\n" : " change points\n");
+                      s.changes_size() == 1 ? " change point" : " change points");
     }
+    if (s.trends_size() > 0) {
+      absl::StrAppend(&out, ", ", s.trends_size(), s.trends_size() == 1 ? " drift" : " drifts");
+    }
+    if (report.serial() == "ar1") absl::StrAppend(&out, absl::StrFormat(" (phi %.2f)", s.phi()));
+    absl::StrAppend(&out, "\n");
     for (const v1::DetectedChange& c : s.changes()) {
       absl::StrAppend(&out, "  at order ", c.order(), " (after ", c.order_before(),
                       "): ", FormatValue(c.mean_before()), " -> ", FormatValue(c.mean_after()),
@@ -263,6 +301,16 @@ std::string RenderChangePointsText(const v1::ChangePointsReport& report, bool ex
                       "], ", absl::StrFormat("p = %.3g", c.p()), " (", c.points_before(), " | ",
                       c.points_after(), " points)\n");
     }
+    for (const v1::DetectedTrend& t : s.trends()) {
+      absl::StrAppend(&out, "  drift from order ", t.order_first(), " to ", t.order_last(), " (",
+                      t.points(), " points): ", FormatValue(t.slope().estimate()), " per point [",
+                      FormatValue(t.slope().low()), ", ", FormatValue(t.slope().high()), "]");
+      if (t.has_relative_change()) {
+        absl::StrAppend(&out,
+                        absl::StrFormat(", %+.2f%% over the drift", t.relative_change() * 100));
+      }
+      absl::StrAppend(&out, absl::StrFormat(", p = %.3g\n", t.p()));
+    }
     if (explain) {
       for (const v1::ChangeDecision& d : s.decisions()) {
         absl::StrAppend(&out, "    candidate at order ", d.order(), ": ", d.kind(),
@@ -270,6 +318,7 @@ std::string RenderChangePointsText(const v1::ChangePointsReport& report, bool ex
         if (d.permutations_run() > 0) {
           absl::StrAppend(&out, " after ", d.permutations_run(), " permutations");
         }
+        if (report.serial() == "ar1") absl::StrAppend(&out, absl::StrFormat(", phi %.2f", d.phi()));
         absl::StrAppend(&out, ", difference ", FormatValue(d.difference().estimate()), " [",
                         FormatValue(d.difference().low()), ", ", FormatValue(d.difference().high()),
                         "])\n");
@@ -301,6 +350,22 @@ ChangepointsCommand::ChangepointsCommand(CLI::App& app) {
       ->check(CLI::Range(2, 1000000))
       ->capture_default_str();
   command_->add_option("--seed", seed_, "seed of the permutations")->capture_default_str();
+  command_
+      ->add_option("--serial", serial_,
+                   "how consecutive points depend on each other: ar1 (estimated, corrected "
+                   "for), independent (the published test), block (shuffle blocks)")
+      ->check(CLI::IsMember({"ar1", "independent", "block"}))
+      ->capture_default_str();
+  command_
+      ->add_option("--block-length", block_length_,
+                   "points per block shuffled (implies --serial block)")
+      ->check(CLI::Range(static_cast<size_t>(1), static_cast<size_t>(1000000)));
+  command_->add_flag("--no-drift", no_drift_, "report a slow trend as steps, not as a drift");
+  command_
+      ->add_option("--drift-threshold", drift_threshold_,
+                   "smallest drift reported, as a fraction of the level over its span")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command_->add_flag("--explain", explain_, "text: list every candidate and why it was taken");
 }
 
@@ -323,6 +388,24 @@ int ChangepointsCommand::Run(std::ostream& out, std::ostream& err) const {
     err << "tlbfleet: " << file_ << ": " << series.status().message() << "\n";
     return kExitUsage;
   }
+  const bool block_length_given = command_->count("--block-length") > 0;
+  if (block_length_given && command_->count("--serial") > 0 && serial_ != "block") {
+    err << "tlbfleet: --block-length needs --serial block (got --serial " << serial_ << ")\n";
+    return kExitUsage;
+  }
+  if (serial_ == "block" && !block_length_given) {
+    err << "tlbfleet: --serial block needs --block-length N (at least 1)\n";
+    return kExitUsage;
+  }
+  if (command_->count("--min-segment") > 0) {
+    for (const CsvSeries& s : *series) {
+      if (2 * min_segment_ > s.points.size()) {
+        err << "tlbfleet: --min-segment " << min_segment_ << " is more than half of series '"
+            << s.name << "' (" << s.points.size() << " points): no split could be made\n";
+        return kExitUsage;
+      }
+    }
+  }
   stats::ChangePointOptions options;
   options.test = test_ == "student-t" ? stats::ChangePointTest::kStudentT
                                       : stats::ChangePointTest::kPermutation;
@@ -334,6 +417,12 @@ int ChangepointsCommand::Run(std::ostream& out, std::ostream& err) const {
   options.permutations = permutations_;
   options.min_segment = min_segment_;
   options.seed = seed_;
+  options.serial = block_length_given || serial_ == "block" ? stats::SerialModel::kBlock
+                   : serial_ == "independent"               ? stats::SerialModel::kIndependent
+                                                            : stats::SerialModel::kAr1;
+  options.block_length = block_length_;
+  options.detect_drift = !no_drift_;
+  options.drift_threshold = drift_threshold_;
   absl::StatusOr<v1::ChangePointsReport> report = DetectInCsvSeries(*series, options);
   if (!report.ok()) {
     err << "tlbfleet: " << file_ << ": " << report.status().message() << "\n";

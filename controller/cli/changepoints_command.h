@@ -3,7 +3,8 @@
 // detector (controller/stats/changepoint.h), offline, on any data. The CSV has the header
 // `series,order,value` and optionally `low,high` (each point's interval); it prints, per
 // series, every change point: the `order` of the first point after the change, the magnitude
-// with its interval, and the p-value. Works without a controller.
+// with its interval, and the p-value; every drift (a trend, with its slope and interval); and
+// the AR(1) coefficient the detector assumed. Works without a controller.
 
 #include <cstdint>
 #include <ostream>
@@ -37,6 +38,7 @@ struct CsvSeries {
 absl::StatusOr<std::vector<CsvSeries>> ParseChangePointCsv(std::string_view text);
 
 // Runs the detector on every series. INVALID_ARGUMENT "series 'X': ..." from the detector.
+// (The command itself refuses --min-segment above half a series' points first.)
 absl::StatusOr<v1::ChangePointsReport> DetectInCsvSeries(const std::vector<CsvSeries>& series,
                                                          const stats::ChangePointOptions& options);
 
@@ -60,6 +62,10 @@ class ChangepointsCommand {
   int permutations_ = stats::ChangePointOptions{}.permutations;
   size_t min_segment_ = stats::ChangePointOptions{}.min_segment;
   uint64_t seed_ = stats::ChangePointOptions{}.seed;
+  std::string serial_ = "ar1";
+  size_t block_length_ = 0;  // given: --serial block
+  bool no_drift_ = false;
+  double drift_threshold_ = 0;
   bool explain_ = false;
 };
 

@@ -119,8 +119,9 @@ TEST_F(ChangepointsCliTest, TextNamesTheFirstPointAfterTheChangeWithMagnitudeAnd
   ASSERT_EQ(Run({"changepoints", "--from-csv", csv}), kExitOk) << err_.str();
   const std::string text = out_.str();
   EXPECT_THAT(text, HasSubstr("E-Divisive means, permutation test (399 permutations"));
-  EXPECT_THAT(text, HasSubstr("series step: 32 points with intervals, 1 change point\n"
-                              "  at order 1020 (after 1019): "));
+  EXPECT_THAT(text, HasSubstr(", AR(1) noise, drifts told from steps\n"));
+  EXPECT_THAT(text, HasSubstr("series step: 32 points with intervals, 1 change point (phi "));
+  EXPECT_THAT(text, HasSubstr(")\n  at order 1020 (after 1019): "));
   // The means of the two segments (the wiggle averages 0.02 and 0.025), the relative change
   // with its interval, the absolute difference with its interval.
   EXPECT_THAT(text, HasSubstr("100.02 -> 90.025, -9.99% [-10.36%, -9.63%], difference -9.995"));
@@ -165,6 +166,99 @@ TEST_F(ChangepointsCliTest, BadInputExitsTwoNamingTheProblem) {
   EXPECT_EQ(Run({"changepoints"}), kExitUsage);  // --from-csv is required
   EXPECT_EQ(Run({"changepoints", "--from-csv", bad, "--format", "xml"}), kExitUsage);
   EXPECT_EQ(Run({"changepoints", "--from-csv", bad, "--min-segment", "1"}), kExitUsage);
+}
+
+// Options that cannot work are refused before any detection, naming the option.
+TEST_F(ChangepointsCliTest, OptionsThatCannotWorkExitTwoNamingTheOption) {
+  const std::string csv = WriteCsv(StepCsv());  // 32 and 30 points
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--min-segment", "15"}), kExitOk) << err_.str();
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--min-segment", "16"}), kExitUsage);
+  EXPECT_EQ(err_.str(),
+            "tlbfleet: --min-segment 16 is more than half of series 'flat' (30 points): no "
+            "split could be made\n");
+  EXPECT_TRUE(out_.str().empty());
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--block-length", "0"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--block-length"));
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--drift-threshold", "-0.01"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--drift-threshold"));
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--serial", "block"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--serial block needs --block-length"));
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--serial", "ar1", "--block-length", "4"}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--block-length needs --serial block"));
+  EXPECT_EQ(Run({"changepoints", "--from-csv", csv, "--serial", "markov"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--serial"));
+
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv, "--block-length", "2"}), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr(", blocks of 2 points shuffled"));
+  EXPECT_THAT(out_.str(), HasSubstr("at order 1020 (after 1019)"));
+}
+
+// A slow drift: 60 nights rising 0.1 a night from 100, with a small deterministic wiggle.
+std::string DriftCsv() {
+  std::string csv = "series,order,value\n";
+  const double wiggle[] = {0.4, -0.3, 0.1, -0.5, 0.2, 0.3, -0.1, -0.4, 0.5, 0.0, -0.2};
+  for (int i = 0; i < 60; ++i) {
+    absl::StrAppend(&csv, "drift,", i, ",", 100 + 0.1 * i + wiggle[i % 11], "\n");
+  }
+  return csv;
+}
+
+TEST_F(ChangepointsCliTest, ADriftIsReportedAsADriftWithItsSlope) {
+  const std::string csv = WriteCsv(DriftCsv());
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv, "--format", "json"}), kExitOk) << err_.str();
+  v1::ChangePointsReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &report).ok()) << out_.str();
+  ASSERT_EQ(report.series_size(), 1);
+  const v1::SeriesChanges& s = report.series(0);
+  EXPECT_EQ(s.changes_size(), 0);
+  ASSERT_EQ(s.trends_size(), 1);
+  EXPECT_EQ(s.trends(0).order_first(), "0");
+  EXPECT_EQ(s.trends(0).order_last(), "59");
+  EXPECT_LT(s.trends(0).slope().low(), 0.1);
+  EXPECT_GT(s.trends(0).slope().high(), 0.1);
+  EXPECT_GT(s.trends(0).slope().low(), 0);
+  ASSERT_TRUE(s.trends(0).has_relative_change());
+  EXPECT_NEAR(s.trends(0).relative_change(), 6.0 / 103, 0.01);
+  EXPECT_EQ(report.serial(), "ar1");
+  EXPECT_TRUE(report.drift());
+
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("no change point, 1 drift"));
+  EXPECT_THAT(out_.str(), HasSubstr("  drift from order 0 to 59 (60 points): 0.0996"));
+
+  // Without drift detection the same series is cut into steps.
+  ASSERT_EQ(Run({"changepoints", "--from-csv", csv, "--no-drift", "--format", "json"}), kExitOk);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &report).ok());
+  EXPECT_GT(report.series(0).changes_size(), 0);
+  EXPECT_EQ(report.series(0).trends_size(), 0);
+
+  // A threshold above the drift's 5.8 % hides it.
+  ASSERT_EQ(
+      Run({"changepoints", "--from-csv", csv, "--drift-threshold", "0.1", "--format", "json"}),
+      kExitOk);
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &report).ok());
+  EXPECT_EQ(report.series(0).trends_size(), 0);
+  EXPECT_EQ(report.series(0).changes_size(), 0);
+}
+
+// The lab's 60 nights with nothing changed (docs/nightly.md, "The lab's own nights"): no change
+// point and no drift in any series, and little correlation.
+TEST_F(ChangepointsCliTest, TheLabsQuietNightsRaiseNothing) {
+  // This file is controller/cli/changepoints_command_test.cc; fixtures live under tests/.
+  const std::string path =
+      std::string(__FILE__).substr(0, std::string(__FILE__).rfind("/controller/")) +
+      "/tests/fixtures/nightly/lab-60-quiet-nights.csv";
+  ASSERT_EQ(Run({"changepoints", "--from-csv", path, "--format", "json"}), kExitOk) << err_.str();
+  v1::ChangePointsReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out_.str(), &report).ok()) << out_.str();
+  ASSERT_EQ(report.series_size(), 5);
+  for (const v1::SeriesChanges& s : report.series()) {
+    EXPECT_EQ(s.points(), 60u) << s.series();
+    EXPECT_EQ(s.changes_size(), 0) << s.series();
+    EXPECT_EQ(s.trends_size(), 0) << s.series();
+    EXPECT_LT(s.phi(), 0.3) << s.series();
+  }
 }
 
 }  // namespace

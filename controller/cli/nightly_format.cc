@@ -62,9 +62,11 @@ std::string FormatRegressionsTable(const tlbfleet::v1::ListRegressionsResponse& 
             ? Part(r.bad_kernel())
             : fmt::format("{} -> {}", Part(r.good_kernel()), Part(r.bad_kernel()));
     table.AddRow({r.id(), RegressionStatusName(r.status()), SeriesKeyText(r.series()),
-                  r.has_relative() ? Percent(r.relative()) : "-",
+                  (r.has_relative() ? Percent(r.relative()) : "-") +
+                      (r.drift() ? fmt::format(" drift over {} nights", r.drift_points()) : ""),
                   fmt::format("run {}", r.first_bad_run()),
-                  fmt::format("run {}", r.last_good_run()), kernels, Part(r.note())});
+                  r.last_good_run().empty() ? "-" : fmt::format("run {}", r.last_good_run()),
+                  kernels, Part(r.note())});
   }
   return table.Render();
 }

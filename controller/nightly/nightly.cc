@@ -388,6 +388,7 @@ absl::Status Nightly::DetectChanges(const std::string& series_id, const v1::Sche
   RegressionOptions options = options_.regression;
   if (schedule != nullptr && schedule->spec().has_detection()) {
     options.detector = DetectorOptions(schedule->spec().detection());
+    options.drift_opens_regression = schedule->spec().detection().drift_opens_regression();
   }
   absl::StatusOr<std::vector<Finding>> findings =
       FindChanges(series, options, series_comparison_, *known);
@@ -420,16 +421,36 @@ absl::Status Nightly::DetectChanges(const std::string& series_id, const v1::Sche
     r.set_first_bad_run(f.first_bad_run);
     r.set_last_good_run(f.last_good_run);
     r.set_index(static_cast<uint32_t>(f.index));
-    const stats::ChangeEstimate& e = f.change.estimate;
-    if (e.relative) {
-      *r.mutable_relative() = Interval(*e.relative, e.relative_low.value_or(*e.relative),
-                                       e.relative_high.value_or(*e.relative));
+    if (f.drift) {
+      const stats::Trend& t = *f.drift;
+      r.set_drift(true);
+      r.set_drift_points(static_cast<uint32_t>(t.end - t.begin));
+      if (t.level > 0) {
+        *r.mutable_drift_slope() =
+            Interval(t.slope / t.level, t.slope_low / t.level, t.slope_high / t.level);
+      }
+      if (t.relative_change) {
+        const double points = static_cast<double>(t.end - t.begin);
+        *r.mutable_relative() = Interval(*t.relative_change, t.slope_low * points / t.level,
+                                         t.slope_high * points / t.level);
+      }
+      r.set_p(t.p);
+      r.set_note(absl::StrCat("a drift over ", t.end - t.begin,
+                              " nights, not a step: no commit to bisect to"));
+    } else {
+      const stats::ChangeEstimate& e = f.change.estimate;
+      if (e.relative) {
+        *r.mutable_relative() = Interval(*e.relative, e.relative_low.value_or(*e.relative),
+                                         e.relative_high.value_or(*e.relative));
+      }
+      r.set_p(f.change.p);
     }
     *r.mutable_ratio() = Interval(f.verdict.ratio, f.verdict.ratio_low, f.verdict.ratio_high);
-    r.set_p(f.change.p);
     r.set_summary(f.verdict.summary);
     r.set_schedule_id(schedule != nullptr ? schedule->id() : "");
-    r.set_good_kernel(stored->points(static_cast<int>(f.index) - 1).kernel_release());
+    if (f.index > 0) {
+      r.set_good_kernel(stored->points(static_cast<int>(f.index) - 1).kernel_release());
+    }
     r.set_bad_kernel(stored->points(static_cast<int>(f.index)).kernel_release());
     absl::StatusOr<v1::Regression> added = store_.AddRegression(r, NowMs());
     if (absl::IsAlreadyExists(added.status())) {
@@ -449,7 +470,7 @@ absl::Status Nightly::DetectChanges(const std::string& series_id, const v1::Sche
     spdlog::warn("nightly: regression {} of {}: first bad run {}, last good run {} ({})",
                  added->id(), series.key.ToString(), f.first_bad_run, f.last_good_run,
                  f.verdict.summary);
-    if (schedule != nullptr &&
+    if (schedule != nullptr && !f.drift &&
         schedule->spec().on_regression().action() == v1::OnRegression::ACTION_BISECT) {
       StartRegressionBisect(*added, *schedule, stored->points(static_cast<int>(f.index)).arm());
     }

@@ -220,6 +220,27 @@ TEST_F(NightlyTest, BadInputIsRefusedNamingTheField) {
               HasSubstr("run.benchmark: unknown benchmark \"nope\""));
   EXPECT_THAT(schedule_error("name: pipetest-nightly\ncron", "name: a b\ncron"),
               HasSubstr("name: must be"));
+  // The detector's options (issue 25): each refusal names its field.
+  auto detect_error = [&](const std::string& detect) {
+    const std::string yaml = std::string(kScheduleYaml) + "detect: " + detect + "\n";
+    absl::StatusOr<v1::Schedule> s = nightly_->AddSchedule(yaml, "s.yaml");
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << detect;
+    return std::string(s.status().message());
+  };
+  EXPECT_THAT(detect_error("{serial: markov}"),
+              HasSubstr("detect.serial: expected ar1, independent or block, got \"markov\""));
+  EXPECT_THAT(detect_error("{serial: block}"),
+              HasSubstr("detect.block_length: required with serial: block"));
+  EXPECT_THAT(detect_error("{serial: block, block_length: 0}"), HasSubstr("detect.block_length"));
+  EXPECT_THAT(detect_error("{block_length: 4}"),
+              HasSubstr("detect.block_length: only with serial: block"));
+  EXPECT_THAT(detect_error("{drift: {threshold: -0.01}}"),
+              HasSubstr("detect.drift.threshold: must be a fraction of the level in [0, 1)"));
+  EXPECT_THAT(detect_error("{drift: {slope: 1}}"), HasSubstr("detect.drift.slope"));
+  EXPECT_THAT(detect_error("{drift: {detect: false, opens_regression: true}}"),
+              HasSubstr("detect.drift.opens_regression: needs drifts detected"));
+  EXPECT_THAT(detect_error("{min_segment: 51}"), HasSubstr("detect.min_segment"));
+  EXPECT_EQ(nightly_->ListSchedules()->schedules_size(), 0);  // nothing stored
   ASSERT_TRUE(nightly_->AddSchedule(kScheduleYaml, "s.yaml").ok());
   EXPECT_EQ(nightly_->AddSchedule(kScheduleYaml, "s.yaml").status().code(),
             absl::StatusCode::kAlreadyExists);

@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<Finding>> FindChanges(const Series& series,
     const std::span<const HistoryPoint> all(series.points);
     absl::StatusOr<CalibratedVerdict> verdict =
         compare(series.key, all.subspan(before_begin, index - before_begin),
-                all.subspan(index, after_end - index));
+                all.subspan(index, after_end - index), result->serial.phi);
     if (!verdict.ok()) return verdict.status();
     Finding f;
     f.index = index;
@@ -113,6 +113,34 @@ absl::StatusOr<std::vector<Finding>> FindChanges(const Series& series,
         f.kind = Finding::Kind::kUnconfirmed;
     }
     findings.push_back(std::move(f));
+  }
+  if (options.drift_opens_regression) {
+    for (const stats::Trend& t : result->trends) {
+      const size_t begin = first + t.begin;
+      const size_t end = first + t.end;
+      const std::string& first_run = series.points[begin].provenance.run_id;
+      if (known_first_runs.count(first_run) > 0) continue;
+      // The drift's ends: where it started against where it has got to.
+      const size_t k = std::min(options.compare_points, (end - begin) / 2);
+      const std::span<const HistoryPoint> all(series.points);
+      absl::StatusOr<CalibratedVerdict> verdict =
+          compare(series.key, all.subspan(begin, k), all.subspan(end - k, k), result->serial.phi);
+      if (!verdict.ok()) return verdict.status();
+      Finding f;
+      f.index = begin;
+      f.first_bad_run = first_run;
+      f.last_good_run = begin > 0 ? series.points[begin - 1].provenance.run_id : "";
+      f.drift = t;
+      f.drift->begin = begin;
+      f.drift->end = end;
+      f.verdict = *std::move(verdict);
+      f.kind = f.verdict.kind == CalibratedVerdict::Kind::kWorse    ? Finding::Kind::kRegression
+               : f.verdict.kind == CalibratedVerdict::Kind::kBetter ? Finding::Kind::kImprovement
+                                                                    : Finding::Kind::kUnconfirmed;
+      findings.push_back(std::move(f));
+    }
+    std::stable_sort(findings.begin(), findings.end(),
+                     [](const Finding& a, const Finding& b) { return a.index < b.index; });
   }
   return findings;
 }

@@ -42,7 +42,8 @@ HistoryPoint Point(stats::Rng& rng, absl::Time at, int night, const std::string&
 // would find from the samples) and says worse only when the sides ran different kernels.
 absl::StatusOr<CalibratedVerdict> KernelAwareComparison(const SeriesKey&,
                                                         std::span<const HistoryPoint> before,
-                                                        std::span<const HistoryPoint> after) {
+                                                        std::span<const HistoryPoint> after,
+                                                        double) {
   CalibratedVerdict v;
   v.kind = before.back().provenance.kernel_release != after.front().provenance.kernel_release
                ? CalibratedVerdict::Kind::kWorse
@@ -111,7 +112,7 @@ TEST(FindChangesTest, AChangeTheComparisonCannotConfirmIsNoRegression) {
   std::vector<size_t> before_sizes, after_sizes;
   std::string first_before_run;
   const CalibratedComparison unsure = [&](const SeriesKey& key, std::span<const HistoryPoint> b,
-                                          std::span<const HistoryPoint> a) {
+                                          std::span<const HistoryPoint> a, double) {
     EXPECT_EQ(key, Key());
     before_sizes.push_back(b.size());
     after_sizes.push_back(a.size());
@@ -146,7 +147,7 @@ TEST(FindChangesTest, AnImprovementIsNotARegression) {
     series.points.push_back(Point(rng, Utc(2026, 1, 1 + i), i, "k", i < 12 ? 1000 : 1080));
   }
   const CalibratedComparison better = [](const SeriesKey&, std::span<const HistoryPoint>,
-                                         std::span<const HistoryPoint>) {
+                                         std::span<const HistoryPoint>, double) {
     CalibratedVerdict v;
     v.kind = CalibratedVerdict::Kind::kBetter;
     return absl::StatusOr<CalibratedVerdict>(v);
@@ -156,6 +157,50 @@ TEST(FindChangesTest, AnImprovementIsNotARegression) {
   ASSERT_EQ(found->size(), 1u);
   EXPECT_EQ((*found)[0].kind, Finding::Kind::kImprovement);
   EXPECT_EQ((*found)[0].index, 12u);
+}
+
+// A slow drift (10 % over 40 nights, 0.5 % scatter): the detector reports a trend, not a
+// step; it opens nothing unless asked, and when asked its ends are compared.
+TEST(FindChangesTest, ADriftIsJudgedOnlyWhenAskedComparingItsEnds) {
+  stats::Rng rng(7);
+  Series series;
+  series.key = Key();
+  for (int i = 0; i < 40; ++i) {
+    series.points.push_back(Point(rng, Utc(2026, 1, 1 + i), i, "k", 1000 * (1 - 0.0025 * i)));
+  }
+  std::vector<std::string> compared;
+  const CalibratedComparison worse = [&](const SeriesKey&, std::span<const HistoryPoint> b,
+                                         std::span<const HistoryPoint> a, double) {
+    compared.push_back(absl::StrCat(b.front().provenance.run_id, "..", b.back().provenance.run_id,
+                                    " vs ", a.front().provenance.run_id, "..",
+                                    a.back().provenance.run_id));
+    CalibratedVerdict v;
+    v.kind = CalibratedVerdict::Kind::kWorse;
+    return absl::StatusOr<CalibratedVerdict>(v);
+  };
+  absl::StatusOr<std::vector<Finding>> quiet = FindChanges(series, {}, worse, {});
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_TRUE(quiet->empty());  // no step, and drifts are not judged by default
+  EXPECT_TRUE(compared.empty());
+
+  RegressionOptions options;
+  options.drift_opens_regression = true;
+  absl::StatusOr<std::vector<Finding>> found = FindChanges(series, options, worse, {});
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), 1u);
+  const Finding& f = (*found)[0];
+  EXPECT_EQ(f.kind, Finding::Kind::kRegression);
+  ASSERT_TRUE(f.drift.has_value());
+  EXPECT_EQ(f.drift->begin, 0u);
+  EXPECT_EQ(f.drift->end, 40u);
+  EXPECT_LT(f.drift->slope_high, 0);
+  EXPECT_EQ(f.first_bad_run, "night-0");
+  EXPECT_EQ(f.last_good_run, "");
+  EXPECT_EQ(compared, std::vector<std::string>{"night-0..night-9 vs night-30..night-39"});
+  // Recorded once, not again.
+  absl::StatusOr<std::vector<Finding>> again = FindChanges(series, options, worse, {"night-0"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
 }
 
 TEST(FindChangesTest, OnlyTheLatestWindowIsSearchedButIndexesAreTheSeries) {
@@ -187,7 +232,7 @@ TEST(FindChangesTest, BadPointsAndComparisonErrorsAreReported) {
     series.points.push_back(Point(rng, Utc(2026, 1, 1 + i), i, "k", i < 6 ? 1000 : 900));
   }
   const CalibratedComparison failing = [](const SeriesKey&, std::span<const HistoryPoint>,
-                                          std::span<const HistoryPoint>) {
+                                          std::span<const HistoryPoint>, double) {
     return absl::StatusOr<CalibratedVerdict>(absl::UnavailableError("samples not readable"));
   };
   EXPECT_EQ(FindChanges(series, {}, failing, {}).status().code(), absl::StatusCode::kUnavailable);

@@ -1,6 +1,11 @@
 #include "controller/nightly/series_compare.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "boost/math/distributions/normal.hpp"
+#include "controller/stats/serial.h"
 
 namespace tlbfleet::nightly {
 namespace {
@@ -38,15 +43,38 @@ absl::Status AddObservations(const bisect::SampleLoader& load, const SeriesKey& 
 
 }  // namespace
 
+double ConfirmationLevel(size_t before, size_t gap, size_t after, double phi) {
+  if (!(phi > 0)) return kConfirmationLevel;
+  const double factor = stats::Ar1DifferenceOfMeansFactor(before, gap, after, phi);
+  if (!(factor > 1)) return kConfirmationLevel;
+  const boost::math::normal normal;
+  const double z = boost::math::quantile(normal, 1 - (1 - kConfirmationLevel) / 2);
+  const double level =
+      1 - 2 * boost::math::cdf(boost::math::complement(normal, z * std::sqrt(factor)));
+  return std::min(level, 0.999999);
+}
+
+namespace {
+
+// The points' runs between `before` and `after`: 0 for adjacent spans of one series.
+size_t Gap(std::span<const HistoryPoint> before, std::span<const HistoryPoint> after) {
+  if (before.empty() || after.empty()) return 0;
+  const HistoryPoint* end_of_before = before.data() + before.size();
+  return after.data() > end_of_before ? static_cast<size_t>(after.data() - end_of_before) : 0;
+}
+
+}  // namespace
+
 CalibratedComparison MakeSeriesComparison(bisect::SampleLoader load) {
-  return [load = std::move(load)](
-             const SeriesKey& key, std::span<const HistoryPoint> before,
-             std::span<const HistoryPoint> after) -> absl::StatusOr<CalibratedVerdict> {
+  return [load = std::move(load)](const SeriesKey& key, std::span<const HistoryPoint> before,
+                                  std::span<const HistoryPoint> after,
+                                  double phi) -> absl::StatusOr<CalibratedVerdict> {
     std::vector<report::Observation> obs;
     if (absl::Status s = AddObservations(load, key, before, "before", &obs); !s.ok()) return s;
     if (absl::Status s = AddObservations(load, key, after, "after", &obs); !s.ok()) return s;
-    absl::StatusOr<bisect::ArmComparison> c =
-        bisect::CompareArms(obs, "before", "after", key.metric, key.param);
+    absl::StatusOr<bisect::ArmComparison> c = bisect::CompareArms(
+        obs, "before", "after", key.metric, key.param,
+        ConfirmationLevel(before.size(), Gap(before, after), after.size(), phi));
     if (!c.ok()) return c.status();
     CalibratedVerdict v;
     switch (c->difference) {

@@ -64,8 +64,7 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
     if (node.Scalar() == "bisect") {
       return FieldError(path, "bisect needs its entries: {action: bisect, entries: [...]}");
     }
-    return FieldError(path,
-                      absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
+    return FieldError(path, absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
   }
   if (!node.IsMap()) return FieldError(path, "expected alert, or a map with action: bisect");
   for (const auto& kv : node) {
@@ -120,6 +119,40 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
   return absl::OkStatus();
 }
 
+absl::Status ParseDrift(const YAML::Node& node, v1::ChangeDetection* out) {
+  if (!node.IsMap()) {
+    return FieldError("detect.drift", "expected a map (detect, opens_regression, threshold)");
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = absl::StrCat("detect.drift.", key);
+    if (key == "detect" || key == "opens_regression") {
+      absl::StatusOr<bool> b = ScalarBool(kv.second, field);
+      if (!b.ok()) return b.status();
+      if (key == "detect") {
+        out->set_drift_off(!*b);
+      } else {
+        out->set_drift_opens_regression(*b);
+      }
+    } else if (key == "threshold") {
+      absl::StatusOr<std::string> t = ScalarText(kv.second, field);
+      if (!t.ok()) return t.status();
+      double threshold = 0;
+      if (!absl::SimpleAtod(*t, &threshold) || !(threshold >= 0 && threshold < 1)) {
+        return FieldError(
+            field, absl::StrCat("must be a fraction of the level in [0, 1), got \"", *t, "\""));
+      }
+      out->set_drift_threshold(threshold);
+    } else {
+      return UnknownField(field, {"detect", "opens_regression", "threshold"});
+    }
+  }
+  if (out->drift_off() && out->drift_opens_regression()) {
+    return FieldError("detect.drift.opens_regression", "needs drifts detected (detect: true)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
   if (!node.IsMap()) return FieldError("detect", "expected a map (test, max_p, min_segment)");
   for (const auto& kv : node) {
@@ -146,9 +179,30 @@ absl::Status ParseDetection(const YAML::Node& node, v1::ChangeDetection* out) {
       absl::StatusOr<int64_t> n = ScalarInt(kv.second, field, 2, 50);
       if (!n.ok()) return n.status();
       out->set_min_segment(static_cast<uint32_t>(*n));
+    } else if (key == "serial") {
+      absl::StatusOr<std::string> t = ScalarText(kv.second, field);
+      if (!t.ok()) return t.status();
+      if (*t != "ar1" && *t != "independent" && *t != "block") {
+        return FieldError(field,
+                          absl::StrCat("expected ar1, independent or block, got \"", *t, "\""));
+      }
+      out->set_serial(*t);
+    } else if (key == "block_length") {
+      absl::StatusOr<int64_t> n = ScalarInt(kv.second, field, 1, 100);
+      if (!n.ok()) return n.status();
+      out->set_block_length(static_cast<uint32_t>(*n));
+    } else if (key == "drift") {
+      if (absl::Status s = ParseDrift(kv.second, out); !s.ok()) return s;
     } else {
-      return UnknownField(field, {"test", "max_p", "min_segment"});
+      return UnknownField(field,
+                          {"test", "max_p", "min_segment", "serial", "block_length", "drift"});
     }
+  }
+  if (out->serial() == "block" && out->block_length() == 0) {
+    return FieldError("detect.block_length", "required with serial: block (at least 1)");
+  }
+  if (out->block_length() > 0 && out->serial() != "block") {
+    return FieldError("detect.block_length", "only with serial: block");
   }
   return absl::OkStatus();
 }
@@ -290,8 +344,7 @@ absl::StatusOr<std::string> BisectRunYamlFromSchedule(const v1::ScheduleSpec& sp
     const YAML::Node arms = run["arms"];
     if (arms.IsDefined() && arms.IsSequence()) {
       for (size_t i = 0; i < arms.size(); ++i) {
-        if (!arms[i].IsMap() || !arms[i]["name"].IsDefined() ||
-            arms[i]["name"].Scalar() != arm) {
+        if (!arms[i].IsMap() || !arms[i]["name"].IsDefined() || arms[i]["name"].Scalar() != arm) {
           continue;
         }
         YAML::Node copy = YAML::Clone(arms[i]);
@@ -319,6 +372,14 @@ stats::ChangePointOptions DetectorOptions(const v1::ChangeDetection& detection) 
   }
   if (detection.max_p() > 0) options.max_p = detection.max_p();
   if (detection.min_segment() > 0) options.min_segment = detection.min_segment();
+  if (detection.serial() == "independent") {
+    options.serial = stats::SerialModel::kIndependent;
+  } else if (detection.serial() == "block") {
+    options.serial = stats::SerialModel::kBlock;
+    options.block_length = detection.block_length();
+  }
+  options.detect_drift = !detection.drift_off();
+  options.drift_threshold = detection.drift_threshold();
   return options;
 }
 

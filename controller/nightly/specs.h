@@ -11,7 +11,8 @@
 //   run: {benchmark: ..., ...}    # a run spec, or `preset:` with overrides; `name` optional
 //   on_regression: alert          # or bisect, or {action: bisect, entries: [...], good, bad,
 //                                 #   boots_per_round, max_boots_per_step}
-//   detect: {test: student-t, max_p: 0.0001, min_segment: 3}   # optional
+//   detect: {test: student-t, max_p: 0.0001, min_segment: 3,   # optional
+//            serial: ar1, drift: {detect: true, opens_regression: false, threshold: 0.02}}
 //
 // A bisection:
 //   entries: [e0, e1, ..., e7]    # boot entries, oldest first

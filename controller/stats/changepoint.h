@@ -30,8 +30,45 @@
 // passes is dropped and its neighbours re-checked, until all pass (Otava's merge step, with
 // our checks). Every decision is logged with its numbers (ChangePointResult::log).
 //
-// Cost: O(n²) memory per segment and O(n²) time per permutation; series are capped at
-// `max_points`.
+// Serial correlation (docs/nightly.md, "Correlated nights"). A lab's nights are not
+// exchangeable: consecutive points share the machine's drift, so the permutation test, which
+// shuffles them, finds "changes" in AR(1) noise (76 false change points per 100 series at
+// φ = 0.5). With SerialModel::kAr1 (the default) every decision first estimates φ from the
+// residuals of the segmentation it tests — the change points accepted so far and the
+// candidate (serial.h) — and, when φ > 0:
+//   - the candidate's location is refined to the maximum-likelihood split under AR(1) noise
+//     within [begin, κ) (the whitened least-squares step);
+//   - the permutation test becomes a sieve bootstrap (Bühlmann, "Sieve bootstrap for time
+//     series", Bernoulli 3(2), 1997): each repetition re-simulates every open segment as
+//     AR(1) noise with that φ, its innovations drawn with replacement from the segment's own
+//     (so a bad night stays in the null as often as in the data), and the statistic compared
+//     is the whitened likelihood ratio of one step, best over the open segments (more power
+//     than q̂ under correlation);
+//   - every segment mean's variance is multiplied by the AR(1) factor of its length, and the
+//     t-test's degrees of freedom are the effective ones, n / factor per side (both tests'
+//     interval check, and the t variant's p).
+// With φ ≤ 0 estimated the decision is the independent one. SerialModel::kIndependent is the
+// detector of Matteson and James as published; SerialModel::kBlock shuffles whole blocks of
+// `block_length` points instead (no model, but the block length is the user's guess of the
+// dependence's reach). ChangePointResult::serial.phi is φ on the final segmentation.
+//
+// Outliers. A side has at least `min_segment` points: 3 by default, so one bad night cannot
+// be a segment of its own, and two bad nights in a row (which a lab does have: a firmware
+// update, a noisy neighbour for a day) can — a longer minimum would make a real change wait
+// that many more nights before it is reported. Beyond that, a change is kept only if its
+// interval still excludes 0 without the one point, on either side, furthest from its side's
+// median: a change that rests on one point is dropped (Kind::kRestsOnOnePoint).
+//
+// Drift. A slow trend splits into steps at arbitrary points. So each accepted change point
+// is checked against one straight line over its two neighbouring segments: when the line fits
+// them at least as well as the step (residual sums of squares, the step charged 2 log n
+// residual variances for having chosen its location), the change point is dropped as a drift
+// (Kind::kDrift), and the final segment it leaves is reported as a Trend with its slope and
+// interval (AR(1)-widened) when that interval excludes 0 and the trend moved the level by at
+// least `drift_threshold`.
+//
+// Cost: O(n²) memory per segment and O(n²) time per permutation (O(n) per sieve repetition);
+// series are capped at `max_points`.
 
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +88,8 @@ struct SeriesPoint {
 };
 
 enum class ChangePointTest { kPermutation, kStudentT };
+enum class SerialModel { kIndependent, kAr1, kBlock };
+const char* SerialModelName(SerialModel model);         // "independent" / "ar1" / "block"
 const char* ChangePointTestName(ChangePointTest test);  // "permutation" / "student-t"
 
 // max_p for kStudentT where a caller does not choose: its p-values ignore that the split was
@@ -76,6 +115,16 @@ struct ChangePointOptions {
   // Confidence the per-point intervals were computed at (to turn them into s_i).
   double point_confidence = 0.95;
   size_t max_points = 2000;
+  // How consecutive points depend on each other (above). kIndependent is the detector of
+  // Matteson and James as published.
+  SerialModel serial = SerialModel::kAr1;
+  // kBlock: the length of the blocks shuffled. At least 1 (1 is the plain permutation).
+  size_t block_length = 0;
+  // Check every change against a straight line (above); off, a drift is reported as steps.
+  bool detect_drift = true;
+  // A trend is reported when its level moved by at least this fraction over its span
+  // (|slope| · points / level), and its slope's interval excludes 0. At least 0.
+  double drift_threshold = 0;
 };
 
 // A segment [begin, end) of the series and its random-effects mean.
@@ -111,6 +160,8 @@ struct ChangePointDecision {
     kNotSignificant,   // p > max_p: the search stopped here
     kIntervalTouches,  // significant, but the difference's interval holds 0: segment left whole
     kDropped,          // accepted before, but against its final neighbours it no longer passes
+    kRestsOnOnePoint,  // without its most outlying point its interval holds 0: dropped
+    kDrift,            // a line fits its neighbours as well as the step: dropped, a trend
   };
   Kind kind = Kind::kAccepted;
   size_t index = 0;
@@ -119,13 +170,33 @@ struct ChangePointDecision {
   // Permutations run before the p-value could no longer reach max_p (kPermutation); then
   // `p` is a lower bound of the full test's p-value.
   int permutations_run = 0;
+  double phi = 0;  // the AR(1) coefficient the decision assumed
   ChangeEstimate estimate;
 };
 const char* ChangePointDecisionName(ChangePointDecision::Kind kind);
 
+// A segment whose level moves along a line rather than in a step.
+struct Trend {
+  size_t begin = 0, end = 0;                        // the points [begin, end)
+  double slope = 0, slope_low = 0, slope_high = 0;  // per point, interval at `confidence`
+  double level = 0;                                 // the line's value at the segment's middle
+  // slope · (end − begin) / level: how far the trend moved the level over its span, when
+  // the level is > 0.
+  std::optional<double> relative_change;
+  double p = 1;  // two-sided t-test of slope = 0 (AR(1)-widened, effective df)
+};
+
+// The short-range dependence the detector assumed.
+struct SerialEstimate {
+  SerialModel model = SerialModel::kIndependent;
+  double phi = 0;  // from the residuals of the final segmentation (0 unless kAr1)
+};
+
 struct ChangePointResult {
   std::vector<ChangePoint> change_points;  // by index
-  std::vector<ChangePointDecision> log;    // in the order they were made
+  std::vector<Trend> trends;               // by begin; never overlapping a change point
+  std::vector<ChangePointDecision> log;    // in the order they were made (the last search's)
+  SerialEstimate serial;
 };
 
 // INVALID_ARGUMENT for options out of range, a non-finite value, an interval that does not
@@ -163,8 +234,16 @@ SegmentSummary SummariseSegment(std::span<const SeriesPoint> series, size_t begi
 // τ² pooled over the two sides by degrees of freedom (a side's own estimate from 2 or 3
 // points is too unreliable, and the search prefers sides whose few points happen to agree),
 // the t-test of their difference on n_before + n_after − 2 degrees of freedom, and the
-// interval at `confidence`. Without intervals this is Student's two-sample t-test.
+// interval at `confidence`. Without intervals this is Student's two-sample t-test. With
+// `phi` ≠ 0 each side's variance of its mean is multiplied by Ar1MeanVarianceFactor of its
+// length, and each side counts n / factor points in the degrees of freedom.
 ChangeEstimate EstimateChange(std::span<const SeriesPoint> series, size_t begin, size_t split,
-                              size_t end, double confidence = 0.95, double point_confidence = 0.95);
+                              size_t end, double confidence = 0.95, double point_confidence = 0.95,
+                              double phi = 0);
+
+// The least-squares line through points [begin, end) (values only), its slope's interval
+// widened for AR(1) noise with `phi`. Exposed for tests.
+Trend FitTrend(std::span<const SeriesPoint> series, size_t begin, size_t end,
+               double confidence = 0.95, double phi = 0);
 
 }  // namespace tlbfleet::stats

@@ -1,5 +1,6 @@
 #include "controller/stats/changepoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -354,6 +355,164 @@ TEST(DetectChangePointsTest, ShortSeriesHaveNoChangePoint) {
   EXPECT_THAT(r->log, IsEmpty());
 }
 
+// 1000 (1 + cov e_t) with AR(1) e of unit marginal variance, a step and a linear drift.
+std::vector<double> Correlated(Rng& rng, size_t n, double phi, size_t step_at, double step,
+                               double drift = 0) {
+  std::vector<double> v(n);
+  double e = rng.Normal();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) e = phi * e + std::sqrt(1 - phi * phi) * rng.Normal();
+    const double trend = 1 + drift * static_cast<double>(i) / static_cast<double>(n - 1);
+    v[i] = 1000 * (i >= step_at ? 1 + step : 1) * trend * (1 + 0.02 * e);
+  }
+  return v;
+}
+
+// The issue-25 table: the permutation test assumes exchangeable points, and AR(1) noise
+// raises tens of false change points per 100 series; the AR(1) model keeps them rare.
+TEST(DetectChangePointsTest, CorrelatedNoiseRaisesFewFalseChangePointsUnderTheAr1Model) {
+  Rng rng(2501);
+  ChangePointOptions independent;
+  independent.serial = SerialModel::kIndependent;
+  int false_independent = 0, false_ar1 = 0;
+  double phi_sum = 0;
+  const int kSeries = 40;
+  for (int i = 0; i < kSeries; ++i) {
+    const std::vector<double> v = Correlated(rng, 100, 0.5, 100, 0);
+    false_independent += static_cast<int>(DetectChangePoints(v, independent)->change_points.size());
+    const ChangePointResult r = *DetectChangePoints(v);
+    false_ar1 += static_cast<int>(r.change_points.size() + r.trends.size());
+    phi_sum += r.serial.phi;
+    EXPECT_EQ(r.serial.model, SerialModel::kAr1);
+  }
+  EXPECT_GE(false_independent, 10);
+  EXPECT_LE(false_ar1, 2);
+  EXPECT_NEAR(phi_sum / kSeries, 0.5, 0.08);
+}
+
+TEST(DetectChangePointsTest, AStepInCorrelatedNoiseIsFoundWhereItIs) {
+  Rng rng(2502);
+  int found = 0;
+  const int kSeries = 30;
+  for (int i = 0; i < kSeries; ++i) {
+    const size_t at = 30 + rng.Below(41);
+    const ChangePointResult r = *DetectChangePoints(Correlated(rng, 100, 0.5, at, 0.06));
+    for (const ChangePoint& cp : r.change_points) {
+      if ((cp.index > at ? cp.index - at : at - cp.index) <= 3) {
+        ++found;
+        break;
+      }
+    }
+    // Every decision says what φ it assumed.
+    for (const ChangePointDecision& d : r.log) EXPECT_GT(d.phi, 0) << "series " << i;
+  }
+  EXPECT_GE(found, 25);
+}
+
+TEST(DetectChangePointsTest, WithIndependentNoiseTheAr1ModelFindsWhatTheTestAsPublishedFinds) {
+  Rng rng(2503);
+  ChangePointOptions independent;
+  independent.serial = SerialModel::kIndependent;
+  int found_ar1 = 0, found_independent = 0;
+  for (int i = 0; i < 30; ++i) {
+    const size_t at = 10 + rng.Below(81);
+    const std::vector<double> v = Synthetic(rng, 100, 0.02, at, i % 2 ? 0.05 : -0.05);
+    auto near = [&](const ChangePointResult& r) {
+      for (const ChangePoint& cp : r.change_points) {
+        if ((cp.index > at ? cp.index - at : at - cp.index) <= 3) return 1;
+      }
+      return 0;
+    };
+    found_ar1 += near(*DetectChangePoints(v));
+    found_independent += near(*DetectChangePoints(v, independent));
+  }
+  EXPECT_GE(found_independent, 28);
+  EXPECT_GE(found_ar1, found_independent - 1);
+}
+
+TEST(DetectChangePointsTest, ASlowDriftIsATrendNotAStep) {
+  Rng rng(2504);
+  int trends = 0, steps = 0, covered = 0;
+  for (int i = 0; i < 20; ++i) {
+    const double drift = i % 2 ? 0.06 : -0.06;
+    const ChangePointResult r = *DetectChangePoints(Correlated(rng, 100, 0, 100, 0, drift));
+    steps += static_cast<int>(r.change_points.size());
+    if (r.trends.size() == 1) {
+      ++trends;
+      const Trend& t = r.trends[0];
+      EXPECT_EQ(t.begin, 0u);
+      EXPECT_EQ(t.end, 100u);
+      // 1000 · drift over 99 points: a 95 % interval holds it, and excludes 0.
+      const double slope = 1000 * drift / 99;
+      covered += t.slope_low < slope && slope < t.slope_high ? 1 : 0;
+      EXPECT_TRUE(t.slope_low > 0 || t.slope_high < 0);
+      ASSERT_TRUE(t.relative_change.has_value());
+      EXPECT_NEAR(*t.relative_change, drift, 0.03);
+      EXPECT_TRUE(std::any_of(r.log.begin(), r.log.end(), [](const ChangePointDecision& d) {
+        return d.kind == ChangePointDecision::Kind::kDrift;
+      }));
+    }
+  }
+  EXPECT_GE(trends, 18);
+  EXPECT_GE(covered, trends - 3);
+  EXPECT_LE(steps, 1);
+}
+
+TEST(DetectChangePointsTest, AStepStaysAStepAndDriftDetectionCanBeTurnedOff) {
+  Rng rng(2505);
+  int steps_kept = 0;
+  for (int i = 0; i < 20; ++i) {
+    const ChangePointResult r = *DetectChangePoints(Synthetic(rng, 100, 0.02, 20 + i * 3, 0.06));
+    steps_kept += r.change_points.size() == 1 && r.trends.empty() ? 1 : 0;
+  }
+  EXPECT_GE(steps_kept, 19);
+
+  const std::vector<double> drifting = Correlated(rng, 100, 0, 100, 0, 0.08);
+  ChangePointOptions o;
+  o.detect_drift = false;
+  const ChangePointResult off = *DetectChangePoints(drifting, o);
+  EXPECT_FALSE(off.change_points.empty());
+  EXPECT_TRUE(off.trends.empty());
+  o = {};
+  o.drift_threshold = 0.2;  // more than the 8 % it moved
+  const ChangePointResult small = *DetectChangePoints(drifting, o);
+  EXPECT_TRUE(small.change_points.empty());
+  EXPECT_TRUE(small.trends.empty());
+}
+
+// One bad night near the end (11.62 among values near 10): with a loose threshold the t
+// variant accepts a split before it (the two points after it are level with the rest), but
+// without that one point the interval holds 0: the change rests on one point.
+TEST(DetectChangePointsTest, AChangeThatRestsOnOnePointIsDropped) {
+  std::vector<double> v = {10.11, 10.05, 9.92,  9.90, 10.18, 9.99,  10.09, 9.91,
+                           10.09, 10.11, 10.10, 9.95, 9.88,  10.02, 9.93,  10.02,
+                           9.96,  10.08, 9.92,  9.93, 11.62, 10.24, 9.95};
+  ChangePointOptions o = StudentT(0.05);
+  o.serial = SerialModel::kIndependent;
+  const ChangePointResult r = *DetectChangePoints(v, o);
+  EXPECT_THAT(Indexes(r), IsEmpty());
+  ASSERT_FALSE(r.log.empty());
+  EXPECT_EQ(r.log.front().kind, ChangePointDecision::Kind::kAccepted);
+  EXPECT_EQ(r.log.front().index, 20u);
+  EXPECT_EQ(r.log.back().kind, ChangePointDecision::Kind::kRestsOnOnePoint);
+  EXPECT_EQ(r.log.back().index, 20u);
+  // Three nights at a new level stay a change.
+  v[20] = v[21] = v[22] = 10.6;
+  EXPECT_THAT(Indexes(*DetectChangePoints(v, o)), ElementsAre(20));
+}
+
+TEST(DetectChangePointsTest, BlocksAreShuffledWhole) {
+  Rng rng(2506);
+  ChangePointOptions block;
+  block.serial = SerialModel::kBlock;
+  block.block_length = 4;
+  const std::vector<double> step = Synthetic(rng, 100, 0.02, 50, 0.08);
+  const ChangePointResult r = *DetectChangePoints(step, block);
+  EXPECT_THAT(Indexes(r), ElementsAre(50));
+  EXPECT_EQ(r.serial.model, SerialModel::kBlock);
+  EXPECT_EQ(r.serial.phi, 0);
+}
+
 TEST(DetectChangePointsTest, BadInputIsRefusedWithTheReason) {
   std::vector<SeriesPoint> mixed = {P(1, 0.5, 1.5), P(2), P(3, 2, 4)};
   EXPECT_THAT(std::string(DetectChangePoints(mixed).status().message()),
@@ -376,6 +535,14 @@ TEST(DetectChangePointsTest, BadInputIsRefusedWithTheReason) {
   o.exponent = 2;
   EXPECT_THAT(std::string(DetectChangePoints(four, o).status().message()),
               ::testing::HasSubstr("exponent must be in (0, 2)"));
+  o = {};
+  o.serial = SerialModel::kBlock;
+  EXPECT_THAT(std::string(DetectChangePoints(four, o).status().message()),
+              ::testing::HasSubstr("block_length must be at least 1, got 0"));
+  o = {};
+  o.drift_threshold = -0.1;
+  EXPECT_THAT(std::string(DetectChangePoints(four, o).status().message()),
+              ::testing::HasSubstr("drift_threshold must be at least 0, got -0.1"));
 }
 
 }  // namespace

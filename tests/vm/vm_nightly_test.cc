@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -193,15 +194,20 @@ class VmNightlyTest : public ::testing::Test {
   }
 
   // Every series with its points (estimate [low, high] per run), for failure messages.
-  std::string SeriesPoints() {
+  v1::ListSeriesResponse AllSeries() {
     v1::ListSeriesRequest request;
     request.set_with_points(true);
     v1::ListSeriesResponse response;
     Rpc([&](grpc::ClientContext* c) {
       return controller_->nightly().ListSeries(c, request, &response);
     });
+    return response;
+  }
+
+  std::string SeriesPoints() {
     std::string out = "\n--- series ---\n";
-    for (const v1::Series& series : response.series()) {
+    const v1::ListSeriesResponse all = AllSeries();
+    for (const v1::Series& series : all.series()) {
       out += series.key().ShortDebugString() + "\n";
       for (const v1::SeriesPoint& p : series.points()) {
         out += "  run " + p.run_id() + ": " + std::to_string(p.estimate()) + " [" +
@@ -209,6 +215,54 @@ class VmNightlyTest : public ::testing::Test {
       }
     }
     return out;
+  }
+
+  // The series as CSV for `tlbfleet changepoints --from-csv` (order = the point's position).
+  std::string SeriesCsv() {
+    std::string out = "series,order,value,low,high\n";
+    const v1::ListSeriesResponse all = AllSeries();
+    for (const v1::Series& series : all.series()) {
+      for (int i = 0; i < series.points_size(); ++i) {
+        const v1::SeriesPoint& p = series.points(i);
+        out += series.key().metric() + "," + std::to_string(i) + "," +
+               std::to_string(p.estimate()) + "," + std::to_string(p.low()) + "," +
+               std::to_string(p.high()) + "\n";
+      }
+    }
+    return out;
+  }
+
+  // Moves the file clock to night `night` (1-based) of the schedule added before and waits for
+  // its run to finish; its id, or "" after a failed assertion.
+  std::string RunNight(const std::string& clock, int64_t day0, int night) {
+    std::ofstream(clock, std::ios::trunc) << day0 + (night - 1) * 86400 + 2 * 3600 + 30 << "\n";
+    std::string run_id;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          v1::ListSchedulesResponse list;
+          Rpc([&](grpc::ClientContext* c) {
+            return controller_->nightly().ListSchedules(c, v1::ListSchedulesRequest(), &list);
+          });
+          if (list.schedules_size() != 1 ||
+              list.schedules(0).runs() != static_cast<uint32_t>(night))
+            return false;
+          run_id = list.schedules(0).last_run_id();
+          return !run_id.empty();
+        },
+        60s))
+        << "night " << night << Diagnostics();
+    if (run_id.empty()) return "";
+    v1::Run run;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          run = GetRun(run_id);
+          return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
+                 run.state() == v1::RUN_STATE_CANCELLED;
+        },
+        300s))
+        << "night " << night << Diagnostics();
+    EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.ShortDebugString() << Diagnostics();
+    return run.state() == v1::RUN_STATE_SUCCEEDED ? run_id : "";
   }
 
   v1::Run GetRun(const std::string& id) {
@@ -499,33 +553,9 @@ detect: {test: student-t, max_p: 0.001}
       std::string out;
       ASSERT_EQ(Lab({"catalogue", catalogue_}, &out), 0) << out;
     }
-    std::ofstream(clock, std::ios::trunc) << day0 + (night - 1) * 86400 + 2 * 3600 + 30 << "\n";
     // The night's run, finished, and its point in the series.
-    std::string run_id;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          v1::ListSchedulesResponse list;
-          Rpc([&](grpc::ClientContext* c) {
-            return controller_->nightly().ListSchedules(c, v1::ListSchedulesRequest(), &list);
-          });
-          if (list.schedules_size() != 1 ||
-              list.schedules(0).runs() != static_cast<uint32_t>(night))
-            return false;
-          run_id = list.schedules(0).last_run_id();
-          return !run_id.empty();
-        },
-        60s))
-        << "night " << night << Diagnostics();
-    v1::Run run;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          run = GetRun(run_id);
-          return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
-                 run.state() == v1::RUN_STATE_CANCELLED;
-        },
-        300s))
-        << "night " << night << Diagnostics();
-    ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.ShortDebugString() << Diagnostics();
+    const std::string run_id = RunNight(clock, day0, night);
+    ASSERT_FALSE(run_id.empty()) << "night " << night;
     runs.push_back(run_id);
     for (const v1::Sample& sample : Samples(run_id)) {
       EXPECT_NE(sample.kernel_cmdline().find(night >= kSwitch ? "pti=on" : "pti=off"),
@@ -616,6 +646,70 @@ detect: {test: student-t, max_p: 0.001}
   metrics = HttpCall(http, "GET", "/metrics");
   EXPECT_EQ(metrics.body.find("tlbfleet_nightly_regressions_open{"), std::string::npos)
       << metrics.body;
+}
+
+// A measurement, not a check CTest runs (docs/nightly.md, "The lab's own nights"): the same
+// schedule as (c) for TLBFLEET_LAB_NIGHTS nights with nothing changed, the series printed as
+// CSV (to TLBFLEET_LAB_SERIES_CSV when set) for `tlbfleet changepoints --from-csv`, which
+// reports its AR(1) coefficient. Run by hand on a quiet machine:
+//   TLBFLEET_LAB_NIGHTS=30 TLBFLEET_LAB_SERIES_CSV=/tmp/lab.csv build/tests/vm_nightly_test
+//     --gtest_filter=VmNightlyTest.LabNightsWithNothingChanged
+// With nothing changed the default detector must open no regression.
+TEST_F(VmNightlyTest, LabNightsWithNothingChanged) {
+  const char* nights_env = std::getenv("TLBFLEET_LAB_NIGHTS");
+  if (nights_env == nullptr) GTEST_SKIP() << "a measurement: set TLBFLEET_LAB_NIGHTS to run it";
+  const int nights = std::atoi(nights_env);
+  ASSERT_GE(nights, 2) << "TLBFLEET_LAB_NIGHTS=" << nights_env;
+  const std::string clock = dir_.path() + "/clock";
+  const int64_t day0 = 1767225600;  // 2026-01-01T00:00:00Z
+  std::ofstream(clock) << day0 << "\n";
+  ASSERT_NO_FATAL_FAILURE(Boot("nightly  linux-image-6.1.0-*-amd64  pti=off\n", "nightly", 1,
+                               {"--nightly-clock-file", clock}));
+  v1::AddScheduleRequest add;
+  add.set_spec_yaml(R"(name: lab-quiet
+cron: "0 2 * * *"
+run:
+  name: faults
+  benchmark: pft
+  params: {size_mb: 32}
+  iterations: 4
+  arms: [{name: lab, boot_entry: nightly}]
+on_regression: alert
+)");
+  add.set_source_name("lab-quiet.yaml");
+  v1::Schedule schedule;
+  grpc::Status s = Rpc([&](grpc::ClientContext* c) {
+    return controller_->nightly().AddSchedule(c, add, &schedule);
+  });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  for (int night = 1; night <= nights; ++night) {
+    ASSERT_FALSE(RunNight(clock, day0, night).empty()) << "night " << night;
+    std::fprintf(stderr, "night %d of %d done\n", night, nights);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        v1::ListSeriesRequest request;
+        request.set_benchmark("pft");
+        request.set_metric("faults_per_sec");
+        request.set_with_points(true);
+        v1::ListSeriesResponse series;
+        Rpc([&](grpc::ClientContext* c) {
+          return controller_->nightly().ListSeries(c, request, &series);
+        });
+        return series.series_size() == 1 && series.series(0).points_size() == nights;
+      },
+      60s))
+      << Diagnostics();
+  const std::string csv = SeriesCsv();
+  if (const char* path = std::getenv("TLBFLEET_LAB_SERIES_CSV")) {
+    std::ofstream(path) << csv;
+  }
+  std::printf("%s", csv.c_str());
+  v1::ListRegressionsResponse regressions;
+  Rpc([&](grpc::ClientContext* c) {
+    return controller_->nightly().ListRegressions(c, v1::ListRegressionsRequest(), &regressions);
+  });
+  EXPECT_EQ(regressions.regressions_size(), 0) << regressions.ShortDebugString();
 }
 
 }  // namespace
