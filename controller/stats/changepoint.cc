@@ -372,23 +372,12 @@ Trend FitTrend(std::span<const SeriesPoint> series, size_t begin, size_t end, do
   trend.end = end;
   const size_t n = end - begin;
   if (n < 3) return trend;
-  const double mid = (static_cast<double>(n) - 1) / 2;
-  double sum = 0;
-  for (size_t i = begin; i < end; ++i) sum += series[i].value;
-  const double mean = sum / static_cast<double>(n);
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double x = static_cast<double>(i) - mid;
-    sxx += x * x;
-    sxy += x * (series[begin + i].value - mean);
-  }
-  trend.slope = sxy / sxx;
+  std::vector<double> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = series[begin + i].value;
+  const LineFit line = FitLine(values);
+  const double mean = line.mean, sxx = line.sxx, rss = line.rss;
+  trend.slope = line.slope;
   trend.level = mean;
-  double rss = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double r = series[begin + i].value - mean - trend.slope * (static_cast<double>(i) - mid);
-    rss += r * r;
-  }
   const double factor = Ar1SlopeVarianceFactor(n, phi);
   // Effective points: the slope's variance grows by `factor`, as if there were n / factor.
   const double df = std::max(1.0, static_cast<double>(n) / factor - 2);
@@ -497,23 +486,7 @@ std::pair<double, double> StepAndLineRss(std::span<const double> v, size_t begin
     return rss;
   };
   const double step = mean_rss(begin, split) + mean_rss(split, end);
-  const size_t n = end - begin;
-  const double mid = (static_cast<double>(n) - 1) / 2;
-  double sum = 0;
-  for (size_t i = begin; i < end; ++i) sum += v[i];
-  const double mean = sum / static_cast<double>(n);
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double x = static_cast<double>(i) - mid;
-    sxx += x * x;
-    sxy += x * (v[begin + i] - mean);
-  }
-  const double slope = sxy / sxx;
-  double line = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double r = v[begin + i] - mean - slope * (static_cast<double>(i) - mid);
-    line += r * r;
-  }
+  const double line = FitLine(v.subspan(begin, end - begin)).rss;
   return {step, line};
 }
 

@@ -33,6 +33,28 @@ size_t UsefulLags(size_t n, double phi) {
 
 }  // namespace
 
+LineFit FitLine(std::span<const double> x) {
+  LineFit line;
+  const size_t n = x.size();
+  if (n == 0) return line;
+  double sum = 0;
+  for (double v : x) sum += v;
+  line.mean = sum / static_cast<double>(n);
+  const double mid = (static_cast<double>(n) - 1) / 2;
+  double sxy = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const double u = static_cast<double>(t) - mid;
+    line.sxx += u * u;
+    sxy += u * (x[t] - line.mean);
+  }
+  line.slope = line.sxx > 0 ? sxy / line.sxx : 0;
+  for (size_t t = 0; t < n; ++t) {
+    const double r = x[t] - line.At(t, n);
+    line.rss += r * r;
+  }
+  return line;
+}
+
 std::optional<double> Ar1FromResiduals(std::span<const double> x,
                                        std::span<const size_t> segment_begins) {
   const size_t n = x.size();
@@ -46,21 +68,8 @@ std::optional<double> Ar1FromResiduals(std::span<const double> x,
   std::vector<double> residual(n);
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     const size_t begin = bounds[s], end = bounds[s + 1];
-    const double m = static_cast<double>(end - begin);
-    const double mid = (m - 1) / 2;
-    double sum = 0;
-    for (size_t t = begin; t < end; ++t) sum += x[t];
-    const double mean = sum / m;
-    double sxx = 0, sxy = 0;
-    for (size_t t = begin; t < end; ++t) {
-      const double u = static_cast<double>(t - begin) - mid;
-      sxx += u * u;
-      sxy += u * (x[t] - mean);
-    }
-    const double slope = sxx > 0 ? sxy / sxx : 0;
-    for (size_t t = begin; t < end; ++t) {
-      residual[t] = x[t] - mean - slope * (static_cast<double>(t - begin) - mid);
-    }
+    const LineFit line = FitLine(x.subspan(begin, end - begin));
+    for (size_t t = begin; t < end; ++t) residual[t] = x[t] - line.At(t - begin, end - begin);
   }
   // Clip at 2.5 robust standard deviations (MAD · 1.4826): a bad night's square would
   // otherwise dominate the denominator and pull φ towards 0.

@@ -31,6 +31,17 @@ inline constexpr double kMaxAr1 = 0.9;
 std::optional<double> Ar1FromResiduals(std::span<const double> x,
                                        std::span<const size_t> segment_begins);
 
+// The least-squares line through x against its index, centred at the middle point:
+// x_t ≈ mean + slope (t − (n − 1)/2). `sxx` is Σ (t − (n − 1)/2)², `rss` the residual sum
+// of squares. Slope 0 for fewer than 2 points.
+struct LineFit {
+  double mean = 0, slope = 0, sxx = 0, rss = 0;
+  double At(size_t t, size_t n) const {
+    return mean + slope * (static_cast<double>(t) - (static_cast<double>(n) - 1) / 2);
+  }
+};
+LineFit FitLine(std::span<const double> x);
+
 // n · Var(mean of n consecutive points) / Var(one point) under AR(1) with φ:
 // 1 + 2 Σ_{k=1}^{n−1} (1 − k/n) φ^k. 1 for φ = 0 or n < 2.
 double Ar1MeanVarianceFactor(size_t n, double phi);

@@ -75,6 +75,19 @@ TEST(Ar1FromResidualsTest, DegenerateInputHasNoEstimate) {
   EXPECT_FALSE(Ar1FromResiduals(three, {}).has_value());
 }
 
+TEST(FitLineTest, RecoversALineAndItsResiduals) {
+  const std::vector<double> x = {1, 3, 5, 7, 9.5};  // 2t + 1, the last point 0.5 high
+  const LineFit line = FitLine(x);
+  EXPECT_NEAR(line.mean, 5.1, 1e-12);
+  EXPECT_NEAR(line.slope, 2.1, 1e-12);  // Σ u (x − mean) / Σ u² = 21 / 10
+  EXPECT_NEAR(line.sxx, 10, 1e-12);
+  EXPECT_NEAR(line.At(0, 5), 5.1 - 2 * 2.1, 1e-12);
+  double rss = 0;
+  for (size_t t = 0; t < x.size(); ++t) rss += (x[t] - line.At(t, 5)) * (x[t] - line.At(t, 5));
+  EXPECT_NEAR(line.rss, rss, 1e-12);
+  EXPECT_EQ(FitLine(std::vector<double>{4}).slope, 0);
+}
+
 TEST(Ar1VarianceFactorTest, MatchTheFormulaAndASimulation) {
   EXPECT_EQ(Ar1MeanVarianceFactor(1, 0.5), 1);
   EXPECT_EQ(Ar1MeanVarianceFactor(50, 0), 1);
