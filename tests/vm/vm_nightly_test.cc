@@ -253,16 +253,21 @@ class VmNightlyTest : public ::testing::Test {
         << "night " << night << Diagnostics();
     if (run_id.empty()) return "";
     v1::Run run;
-    EXPECT_TRUE(WaitFor(
-        [&] {
-          run = GetRun(run_id);
-          return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
-                 run.state() == v1::RUN_STATE_CANCELLED;
-        },
-        300s))
-        << "night " << night << Diagnostics();
+    EXPECT_TRUE(WaitForRunEnd(run_id, 300s, &run)) << "night " << night << Diagnostics();
     EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.ShortDebugString() << Diagnostics();
     return run.state() == v1::RUN_STATE_SUCCEEDED ? run_id : "";
+  }
+
+  // Waits until run `id` has ended (succeeded, failed or cancelled); false on timeout. `run`
+  // holds its last state either way.
+  bool WaitForRunEnd(const std::string& id, std::chrono::seconds timeout, v1::Run* run) {
+    return WaitFor(
+        [&] {
+          *run = GetRun(id);
+          return run->state() == v1::RUN_STATE_SUCCEEDED || run->state() == v1::RUN_STATE_FAILED ||
+                 run->state() == v1::RUN_STATE_CANCELLED;
+        },
+        timeout);
   }
 
   v1::Run GetRun(const std::string& id) {
@@ -466,14 +471,7 @@ arms:
   ASSERT_TRUE(s.ok()) << s.error_message();
   const std::string run_id = submitted.run_id();
   v1::Run run;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        run = GetRun(run_id);
-        return run.state() == v1::RUN_STATE_SUCCEEDED || run.state() == v1::RUN_STATE_FAILED ||
-               run.state() == v1::RUN_STATE_CANCELLED;
-      },
-      900s))
-      << Diagnostics();
+  ASSERT_TRUE(WaitForRunEnd(run_id, 900s, &run)) << Diagnostics();
   ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.ShortDebugString() << Diagnostics();
 
   const std::map<std::string, std::string> entry_of = {{"linux61", "old"}, {"linux612", "new"}};
