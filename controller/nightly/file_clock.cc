@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
 #include "common/files.h"
 
 namespace tlbfleet::nightly {
@@ -16,5 +17,7 @@ absl::Time FileClock::Now() const {
   }
   return last_;
 }
+
+void FileClock::SleepFor(absl::Duration d) { absl::SleepFor(d); }
 
 }  // namespace tlbfleet::nightly

@@ -9,14 +9,19 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/nightly/clock.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace tlbfleet::nightly {
 
-class FileClock : public Clock {
+class FileClock final : public Clock {
  public:
   explicit FileClock(std::string path) : path_(std::move(path)) {}
   absl::Time Now() const override;
+  // Really sleeps (absl::SleepFor): only the test that writes the file moves this clock, so a
+  // sleep cannot advance it as FakeClock's does, and a caller that sleeps to wait for the
+  // file to change must not spin.
+  void SleepFor(absl::Duration d) override;
 
  private:
   const std::string path_;

@@ -6,7 +6,7 @@
 // (store/nightly_store.h). The transports call its user operations, as they call the core's.
 //
 // One worker thread does the work: it fires the schedules that are due on the injected clock
-// (nightly/clock.h; slots missed while the controller was down run once), appends the points
+// (common/clock.h; slots missed while the controller was down run once), appends the points
 // of every finished run to its series, looks for change points and asks the calibrated
 // comparison (bisect/calibrated.h) what they are, records regressions (and starts a bisection
 // when the schedule says so), and moves bisections on as their runs finish. On start it
@@ -39,9 +39,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "controller/bisect/bisection.h"
 #include "controller/core/controller.h"
-#include "controller/nightly/clock.h"
 #include "controller/nightly/regression.h"
 #include "controller/nightly/series_label.h"
 #include "controller/store/nightly_store.h"

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
+#include "common/clock.h"
 #include "controller/nightly/nightly.h"
 #include "controller/nightly/sim_lab_for_test.h"
 #include "controller/store/store.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "controller/nightly/clock.h"
+#include "common/clock.h"
 #include "controller/nightly/schedules.h"
 #include "controller/stats/bootstrap.h"
 #include "gmock/gmock.h"

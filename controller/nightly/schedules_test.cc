@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "controller/nightly/clock.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace tlbfleet::nightly {
