@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "controller/cli/clock.h"
+#include "common/clock.h"
 
 namespace tlbfleet::cli {
 

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/clock.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fake_fleet_for_test.h"
 #include "gmock/gmock.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "controller/cli/app.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fake_fleet_for_test.h"

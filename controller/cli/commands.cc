@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/files.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/format.h"
@@ -194,11 +195,11 @@ int Commands::ShowRun(const std::string& run_id, OutputFormat format) {
 
 int Commands::Wait(const std::string& run_id, const WaitOptions& options) {
   const bool has_deadline = options.timeout.count() > 0;
-  const Clock::TimePoint deadline = clock_.Now() + options.timeout;
+  const absl::Time deadline = clock_.Now() + absl::FromChrono(options.timeout);
   ProgressReporter progress(err_, err_is_tty_);
   bool answered_once = false;
   bool in_outage = false;  // GetRun failed transiently since outage_since
-  Clock::TimePoint outage_since{};
+  absl::Time outage_since;
   v1::Run run;
 
   while (true) {
@@ -216,7 +217,7 @@ int Commands::Wait(const std::string& run_id, const WaitOptions& options) {
           progress.Note(fmt::format("run {}: controller unreachable, retrying", run_id));
         }
       }
-      if (clock_.Now() - outage_since >= options.outage_grace) {
+      if (clock_.Now() - outage_since >= absl::FromChrono(options.outage_grace)) {
         progress.Finish();
         return RpcFailure(status, run_id);
       }
@@ -239,10 +240,10 @@ int Commands::Wait(const std::string& run_id, const WaitOptions& options) {
     }
 
     // Never spin: a sub-millisecond --interval rounds to 0.
-    Clock::Duration sleep =
-        std::max<Clock::Duration>(options.poll_interval, std::chrono::milliseconds(10));
+    absl::Duration sleep =
+        std::max(absl::FromChrono(options.poll_interval), absl::Milliseconds(10));
     if (has_deadline) {
-      Clock::TimePoint now = clock_.Now();
+      const absl::Time now = clock_.Now();
       if (now >= deadline) {
         progress.Finish();
         std::string where = answered_once

@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-#include "controller/cli/clock.h"
+#include "common/clock.h"
 #include "controller/cli/fleet_client.h"
 #include "controller/report/flush_profile.h"
 #include "grpcpp/support/status.h"

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "controller/cli/clock.h"
 #include "controller/report/compare.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -167,21 +166,6 @@ class FakeFleet final : public tlbfleet::v1::FleetService::Service {
   tlbfleet::v1::CompareResponse compare_ ABSL_GUARDED_BY(mu_);
   bool compare_set_ ABSL_GUARDED_BY(mu_) = false;
   tlbfleet::v1::CompareRequest last_compare_ ABSL_GUARDED_BY(mu_);
-};
-
-// Time that moves only when the code under test sleeps.
-class FakeClock final : public Clock {
- public:
-  TimePoint Now() override { return now_; }
-  void SleepFor(Duration d) override {
-    now_ += d;
-    slept_ += d;
-  }
-  Duration slept() const { return slept_; }
-
- private:
-  TimePoint now_{};
-  Duration slept_{};
 };
 
 }  // namespace tlbfleet::cli

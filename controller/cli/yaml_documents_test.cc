@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/clock.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/fake_fleet_for_test.h"
