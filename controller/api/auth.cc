@@ -55,9 +55,7 @@ absl::Status Require(const Caller& caller, v1::Role minimum, absl::string_view w
 }
 
 Authenticator::Authenticator(store::AuthStore& store, AuthOptions options)
-    : store_(store), options_(std::move(options)), clock_(options_.clock) {
-  if (!clock_) clock_ = SystemClockMs();
-}
+    : store_(store), options_(std::move(options)) {}
 
 absl::StatusOr<bool> Authenticator::DevelopmentMode() {
   if (!options_.loopback_only) return false;

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/clock.h"
 #include "controller/store/auth_store.h"
 #include "tlbfleet/v1/auth.pb.h"
 
@@ -49,7 +50,7 @@ struct AuthOptions {
   // Every listener (gRPC and HTTP) is bound to a loopback address.
   bool loopback_only = true;
   int64_t session_ms = 12 * 3600 * 1000;
-  std::function<int64_t()> clock;  // ms since the epoch; default: the system clock
+  const Clock* clock = &Clock::Real();  // session and token expiry; not owned, never null
 };
 
 struct SessionGrant {
@@ -81,7 +82,7 @@ class Authenticator {
   // Ends a session server-side (POST /api/v1/logout). Unknown sessions are OK.
   absl::Status Logout(absl::string_view session_id);
 
-  int64_t Now() const { return clock_(); }
+  int64_t Now() const { return options_.clock->NowMillis(); }
   store::AuthStore& store() { return store_; }
 
  private:
@@ -89,7 +90,6 @@ class Authenticator {
 
   store::AuthStore& store_;
   const AuthOptions options_;
-  std::function<int64_t()> clock_;
 };
 
 // The audit log of mutating requests (table `audit`). Failures to write are logged, never

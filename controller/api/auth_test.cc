@@ -60,18 +60,18 @@ class AuthenticatorTest : public ::testing::Test {
     AuthOptions o;
     o.loopback_only = loopback_only;
     o.session_ms = 3600'000;
-    o.clock = [this] { return now_; };
+    o.clock = &clock_;
     return Authenticator(*store_, o);
   }
   std::string Create(const std::string& name, v1::Role role, int64_t expires_ms = 0) {
-    NewToken t = MakeToken(name, role, now_, expires_ms);
+    NewToken t = MakeToken(name, role, clock_.NowMillis(), expires_ms);
     EXPECT_TRUE(store_->InsertToken(t.record).ok());
     return t.token;
   }
 
   std::filesystem::path dir_;
   std::unique_ptr<store::AuthStore> store_;
-  int64_t now_ = 1'000'000;
+  FakeClock clock_{absl::FromUnixMillis(1'000'000)};
 };
 
 TEST_F(AuthenticatorTest, DevelopmentModeOnlyOnLoopbackAndOnlyWhileNoTokenExists) {
@@ -95,7 +95,7 @@ TEST_F(AuthenticatorTest, DevelopmentModeOnlyOnLoopbackAndOnlyWhileNoTokenExists
 TEST_F(AuthenticatorTest, TokensAuthenticateUntilRevokedOrExpired) {
   Authenticator auth = Make(true);
   std::string alice = Create("alice", v1::ROLE_OPERATOR);
-  std::string brief = Create("brief", v1::ROLE_VIEWER, now_ + 1000);
+  std::string brief = Create("brief", v1::ROLE_VIEWER, clock_.NowMillis() + 1000);
   Caller c = auth.FromToken("Bearer " + alice, "grpc ipv4:127.0.0.1:5");
   ASSERT_TRUE(c.authenticated()) << c.status;
   EXPECT_EQ(c.name, "alice");
@@ -105,12 +105,12 @@ TEST_F(AuthenticatorTest, TokensAuthenticateUntilRevokedOrExpired) {
   EXPECT_TRUE(auth.FromToken(alice, "x").authenticated());  // bare, as in a token file
 
   EXPECT_TRUE(auth.FromToken("Bearer " + brief, "x").authenticated());
-  now_ += 1000;
+  clock_.Advance(absl::Milliseconds(1000));
   Caller expired = auth.FromToken("Bearer " + brief, "x");
   EXPECT_EQ(expired.status.code(), absl::StatusCode::kUnauthenticated);
   EXPECT_NE(expired.status.message().find("expired"), std::string::npos);
 
-  ASSERT_TRUE(store_->RevokeToken("alice", now_).ok());
+  ASSERT_TRUE(store_->RevokeToken("alice", clock_.NowMillis()).ok());
   Caller revoked = auth.FromToken("Bearer " + alice, "x");
   EXPECT_NE(revoked.status.message().find("revoked"), std::string::npos);
 
@@ -166,12 +166,12 @@ TEST_F(AuthenticatorTest, SessionsNeedCsrfForChangesAndEndOnLogoutOrExpiry) {
 
   auto second = auth.Login(alice, "x");
   ASSERT_TRUE(second.ok());
-  now_ += 3600'000;
+  clock_.Advance(absl::Hours(1));
   EXPECT_FALSE(auth.FromSession(second->session_id, "", false, "x").authenticated());
 
   auto third = auth.Login(alice, "x");
   ASSERT_TRUE(third.ok());
-  ASSERT_TRUE(store_->RevokeToken("alice", now_).ok());
+  ASSERT_TRUE(store_->RevokeToken("alice", clock_.NowMillis()).ok());
   EXPECT_FALSE(auth.FromSession(third->session_id, "", false, "x").authenticated());
 }
 
