@@ -279,6 +279,24 @@ export function NewRunPage({ location }: { location: Location }) {
     return <ErrorView error={workloads.error} what="The workload catalogue" />;
   if (!form) return <Loading what="the workload catalogue" />;
   const err = (path: string) => messagesFor(shownErrors, path);
+  /** A text input of the host selection, bound to form.hosts[key]. */
+  const hostInput = (
+    key: Exclude<keyof RunForm["hosts"], "pcid" | "invpcid">,
+    path: string,
+    label: string,
+    extra: { help?: string; numeric?: boolean },
+  ) => (
+    <Field path={path} label={label} help={extra.help} error={err(path)}>
+      {(a) => (
+        <input
+          {...a}
+          inputMode={extra.numeric ? "numeric" : undefined}
+          value={form.hosts[key]}
+          onInput={(e) => updateHosts({ [key]: e.currentTarget.value })}
+        />
+      )}
+    </Field>
+  );
   const sweepable = workload?.parameters ?? [];
 
   return (
@@ -673,62 +691,18 @@ export function NewRunPage({ location }: { location: Location }) {
             </fieldset>
             <fieldset>
               <legend>Hosts</legend>
-              <Field
-                path="hosts.count"
-                label="How many hosts (each runs every job)"
-                error={err("hosts.count")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    inputMode="numeric"
-                    value={form.hosts.count}
-                    onInput={(e) => updateHosts({ count: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
-              <Field
-                path="hosts.labels"
-                label="Labels"
-                help="name=value, comma-separated; every one must match"
-                error={err("hosts.labels")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    value={form.hosts.labels}
-                    onInput={(e) => updateHosts({ labels: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
-              <Field
-                path="hosts.microarch"
-                label="Microarchitectures"
-                help="comma-separated; empty = any"
-                error={err("hosts.microarch")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    value={form.hosts.microarch}
-                    onInput={(e) => updateHosts({ microarch: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
-              <Field
-                path="hosts.names"
-                label="Host names"
-                help="comma-separated; empty = any"
-                error={err("hosts.names")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    value={form.hosts.names}
-                    onInput={(e) => updateHosts({ names: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
+              {hostInput("count", "hosts.count", "How many hosts (each runs every job)", {
+                numeric: true,
+              })}
+              {hostInput("labels", "hosts.labels", "Labels", {
+                help: "name=value, comma-separated; every one must match",
+              })}
+              {hostInput("microarch", "hosts.microarch", "Microarchitectures", {
+                help: "comma-separated; empty = any",
+              })}
+              {hostInput("names", "hosts.names", "Host names", {
+                help: "comma-separated; empty = any",
+              })}
               {(["pcid", "invpcid"] as const).map((k) => (
                 <Field
                   key={k}
@@ -751,34 +725,15 @@ export function NewRunPage({ location }: { location: Location }) {
                   )}
                 </Field>
               ))}
-              <Field
-                path="hosts.min_dtlb_entries"
-                label="At least this many dTLB entries (4K)"
-                error={err("hosts.min_dtlb_entries")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    inputMode="numeric"
-                    value={form.hosts.minDtlbEntries}
-                    onInput={(e) => updateHosts({ minDtlbEntries: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
-              <Field
-                path="hosts.kernel_release"
-                label="Kernel release (glob)"
-                help='e.g. "6.1.*"'
-                error={err("hosts.kernel_release")}
-              >
-                {(a) => (
-                  <input
-                    {...a}
-                    value={form.hosts.kernelRelease}
-                    onInput={(e) => updateHosts({ kernelRelease: e.currentTarget.value })}
-                  />
-                )}
-              </Field>
+              {hostInput(
+                "minDtlbEntries",
+                "hosts.min_dtlb_entries",
+                "At least this many dTLB entries (4K)",
+                { numeric: true },
+              )}
+              {hostInput("kernelRelease", "hosts.kernel_release", "Kernel release (glob)", {
+                help: 'e.g. "6.1.*"',
+              })}
             </fieldset>
             <fieldset data-field="monitors">
               <legend>Monitors</legend>
