@@ -24,7 +24,7 @@
 #include "common/logging.h"
 #include "common/systemd/notifier.h"
 #include "common/version.h"
-#include "controller/api/admin_commands.h"
+#include "controller/admin/admin_commands.h"
 #include "controller/api/auth.h"
 #include "controller/api/fleet_api.h"
 #include "controller/api/grpc_services.h"
@@ -35,7 +35,6 @@
 #include "controller/api/run_event_streams.h"
 #include "controller/api/static_files.h"
 #include "controller/api/tls.h"
-#include "controller/api/workload_schemas.h"
 #include "controller/core/controller.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/nightly/file_clock.h"
@@ -163,7 +162,9 @@ int RunDaemon(const DaemonOptions& o) {
   api::Authenticator auth(**auth_store, auth_options);
   api::AuditLog audit(**auth_store, api::SystemClockMs());
 
-  tlbfleet::core::Controller controller(**store, options);
+  std::unique_ptr<tlbfleet::core::Controller> controller =
+      tlbfleet::core::Controller::Create(**store, options);
+  tlbfleet::core::RunService& runs = controller->runs();
 
   // Nightly schedules, history and bisections: a unit beside the core, with a connection of
   // its own to the same database.
@@ -182,12 +183,12 @@ int RunDaemon(const DaemonOptions& o) {
     spdlog::warn("nightly schedules follow the clock in {} (--nightly-clock-file)",
                  o.nightly_clock_file);
   }
-  tlbfleet::nightly::Nightly nightly(controller, **nightly_store, nightly_options);
-  controller.AddObserver(&nightly);
+  tlbfleet::nightly::Nightly nightly(runs, **nightly_store, nightly_options);
+  controller->AddObserver(&nightly);
 
   tlbfleet::metrics::ControllerMetricsOptions metrics_options;
-  metrics_options.primary_metric = [](const std::string& benchmark) {
-    for (const auto& w : api::WorkloadCatalogue().workloads()) {
+  metrics_options.primary_metric = [&runs](const std::string& benchmark) {
+    for (const auto& w : runs.ListWorkloads().workloads()) {
       if (w.name() == benchmark) return w.primary_metric();
     }
     return std::string();
@@ -199,13 +200,13 @@ int RunDaemon(const DaemonOptions& o) {
     const tlbfleet::nightly::NightlyStoreErrors errors = nightly.StoreErrors();
     return {{"read", errors.reads}, {"write", errors.writes}};
   };
-  tlbfleet::metrics::ControllerMetrics metrics(controller, metrics_options);
-  controller.AddObserver(&metrics);
+  tlbfleet::metrics::ControllerMetrics metrics(runs, metrics_options);
+  controller->AddObserver(&metrics);
   api::GrpcCallHook count_call = [&metrics](const std::string& method, const std::string& code) {
     metrics.OnGrpcCall(method, code);
   };
-  api::FleetApi fleet(controller, audit);
-  api::AgentServiceImpl agent_service(controller, auth,
+  api::FleetApi fleet(runs, audit);
+  api::AgentServiceImpl agent_service(controller->agents(), auth,
                                       /*require_client_certificate=*/!o.tls.client_ca.empty(),
                                       count_call);
   api::FleetServiceImpl fleet_service(fleet, auth, count_call);
@@ -229,9 +230,9 @@ int RunDaemon(const DaemonOptions& o) {
 
   api::StaticFiles files(o.dashboard_dir.empty() ? api::DefaultDashboardDir() : o.dashboard_dir);
   // Live run progress (SSE): told of every stored run event by the core.
-  api::FacadeRunEventSource event_source(controller);
+  api::FacadeRunEventSource event_source(runs);
   api::RunEventStreams events(event_source);
-  controller.AddObserver(&events);
+  controller->AddObserver(&events);
   api::HttpApiOptions http_api_options;
   http_api_options.tls = o.tls.enabled();
   http_api_options.render_metrics = [&metrics] { return metrics.Render(); };
@@ -259,7 +260,7 @@ int RunDaemon(const DaemonOptions& o) {
     server->Shutdown();
     return Fail(kExitConfig, std::string(http.status().message()));
   }
-  controller.Start();
+  controller->Start();
   nightly.Start();
   spdlog::info("tlbfleet-controller {} listening: grpc {}:{} http {}:{} db {} lease {} s",
                tlbfleet::kVersion, grpc_addr->first, grpc_port, http_addr->first, (*http)->port(),
@@ -297,7 +298,7 @@ int RunDaemon(const DaemonOptions& o) {
 
   // The watchdog is petted only while the core answers (Snapshot takes its locks and reads
   // the database): a wedged controller is restarted by systemd.
-  tlbfleet::SystemdNotifier systemd([&controller] { return controller.Snapshot().ok(); });
+  tlbfleet::SystemdNotifier systemd([&runs] { return runs.Snapshot().ok(); });
   systemd.Ready(absl::StrCat("serving: gRPC port ", grpc_port, ", HTTP port ", (*http)->port()));
 
   int signal_number = 0;
@@ -305,7 +306,7 @@ int RunDaemon(const DaemonOptions& o) {
   spdlog::info("signal {} received; shutting down", signal_number);
   nightly.Stop();
   systemd.Stopping(absl::StrCat("signal ", signal_number, ": shutting down"));
-  controller.Stop();
+  controller->Stop();
   http->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server->Wait();
@@ -381,7 +382,7 @@ int main(int argc, char** argv) {
   // --- token ---
   CLI::App* token = app.add_subcommand("token", "API tokens: create, list, revoke");
   token->require_subcommand(1);
-  tlbfleet::api::TokenCreateOptions create;
+  tlbfleet::admin::TokenCreateOptions create;
   std::string token_db, token_name, list_format = "text";
   CLI::App* token_create =
       token->add_subcommand("create", "create a token; prints it once, alone on the last line");
@@ -424,18 +425,18 @@ int main(int argc, char** argv) {
   }
 
   if (token_create->parsed())
-    return tlbfleet::api::TokenCreateCommand(create, std::cout, std::cerr);
+    return tlbfleet::admin::TokenCreateCommand(create, std::cout, std::cerr);
   if (token_list->parsed()) {
-    return tlbfleet::api::TokenListCommand(token_db, list_format, std::cout, std::cerr);
+    return tlbfleet::admin::TokenListCommand(token_db, list_format, std::cout, std::cerr);
   }
   if (token_revoke->parsed()) {
-    return tlbfleet::api::TokenRevokeCommand(token_db, token_name, std::cout, std::cerr);
+    return tlbfleet::admin::TokenRevokeCommand(token_db, token_name, std::cout, std::cerr);
   }
   if (backup->parsed()) {
-    return tlbfleet::api::BackupCommand(backup_db, backup_out, std::cout, std::cerr);
+    return tlbfleet::admin::BackupCommand(backup_db, backup_out, std::cout, std::cerr);
   }
   if (audit->parsed()) {
-    return tlbfleet::api::AuditCommand(audit_db, audit_limit, audit_format, std::cout, std::cerr);
+    return tlbfleet::admin::AuditCommand(audit_db, audit_limit, audit_format, std::cout, std::cerr);
   }
 
   tlbfleet::InitLogging("controller", log_level);

@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "controller/api/workload_schemas.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::api {
@@ -72,7 +71,7 @@ absl::StatusOr<v1::CompareResponse> FleetApi::Compare(const Caller& caller,
 absl::StatusOr<v1::ListWorkloadsResponse> FleetApi::ListWorkloads(const Caller& caller,
                                                                   const v1::ListWorkloadsRequest&) {
   TLB_RETURN_IF_ERROR(Require(caller, v1::ROLE_VIEWER, "ListWorkloads"));
-  return WorkloadCatalogue();
+  return facade_.ListWorkloads();
 }
 
 }  // namespace tlbfleet::api

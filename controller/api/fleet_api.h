@@ -8,13 +8,13 @@
 
 #include "absl/status/statusor.h"
 #include "controller/api/auth.h"
-#include "controller/core/controller.h"
+#include "controller/core/run_service.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::api {
 
-// The controller's facade, the only way into the core (docs/architecture.md, seams).
-using Facade = core::Controller;
+// The service users call, the only way into the core for them (docs/architecture.md, seams).
+using Facade = core::RunService;
 
 class FleetApi {
  public:

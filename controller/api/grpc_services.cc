@@ -22,12 +22,9 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
                           public AgentChannel {
  public:
   // A stream refused by authentication (`allowed` not OK) is finished at once, unread.
-  AgentStream(Controller& controller, std::string peer, std::string principal,
-              const absl::Status& allowed, const GrpcCallHook& on_call)
-      : controller_(controller),
-        peer_(std::move(peer)),
-        principal_(std::move(principal)),
-        on_call_(on_call) {
+  AgentStream(AgentHub& hub, std::string peer, std::string principal, const absl::Status& allowed,
+              const GrpcCallHook& on_call)
+      : hub_(hub), peer_(std::move(peer)), principal_(std::move(principal)), on_call_(on_call) {
     if (!allowed.ok()) {
       Close(ToGrpc(allowed));
       return;
@@ -59,7 +56,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
         Close(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "first message must be Hello"));
         return;
       }
-      absl::Status s = controller_.Register(this, incoming_.hello(), principal_);
+      absl::Status s = hub_.Register(this, incoming_.hello(), principal_);
       if (!s.ok()) {
         spdlog::warn("rejecting agent {} from {}: {}", incoming_.hello().agent_id(), peer_,
                      s.ToString());
@@ -72,7 +69,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
       registered_ = true;
     } else {
       // Moved: the next read parses into a fresh message.
-      controller_.OnMessage(this, std::move(incoming_));
+      hub_.OnMessage(this, std::move(incoming_));
     }
     StartRead(&incoming_);
   }
@@ -97,7 +94,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
   }
 
   void OnDone() override {
-    controller_.Unregister(this);
+    hub_.Unregister(this);
     delete this;
   }
 
@@ -122,7 +119,7 @@ class AgentStream final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::C
     Finish(*finish_status_);
   }
 
-  Controller& controller_;
+  AgentHub& hub_;
   const std::string peer_;
   const std::string principal_;  // the credential's principal; "" in development mode
   const GrpcCallHook& on_call_;  // the service's; outlives every stream
@@ -161,7 +158,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::ControllerMessage>* AgentServiceIm
   if (!allowed.ok()) {
     spdlog::warn("refusing an agent stream from {}: {}", context->peer(), allowed.ToString());
   }
-  return new AgentStream(controller_, context->peer(), caller.principal(), allowed, on_call_);
+  return new AgentStream(hub_, context->peer(), caller.principal(), allowed, on_call_);
 }
 
 #define TLB_FLEET_METHOD(Name, Request, Response)                                                 \

@@ -1,7 +1,7 @@
 #pragma once
-// gRPC front ends of the Controller: AgentService (one bidirectional stream per agent, on
-// the callback API so a few threads serve thousands of agents) and FleetService (unary
-// user API). absl status codes map one to one onto gRPC codes.
+// gRPC front ends of the core: AgentService (the AgentHub: one bidirectional stream per
+// agent, on the callback API so a few threads serve thousands of agents) and FleetService (the
+// unary user API, through FleetApi). absl status codes map one to one onto gRPC codes.
 //
 // Credentials travel as metadata `authorization: Bearer <token>` (auth.h): FleetService
 // calls go through FleetApi, which checks the role and audits; an agent stream needs a
@@ -13,14 +13,14 @@
 #include "absl/status/statusor.h"
 #include "controller/api/auth.h"
 #include "controller/api/fleet_api.h"
-#include "controller/core/controller.h"
+#include "controller/core/agent_hub.h"
 #include "tlbfleet/v1/agent.grpc.pb.h"
 #include "tlbfleet/v1/fleet.grpc.pb.h"
 
 namespace tlbfleet::api {
 
 using core::AgentChannel;
-using core::Controller;
+using core::AgentHub;
 
 grpc::Status ToGrpc(const absl::Status& status);
 
@@ -44,9 +44,9 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `require_client_certificate`: mutual TLS (--tls-client-ca); a stream whose peer did not
   // present a certificate the CA signed is refused.
-  AgentServiceImpl(Controller& controller, Authenticator& auth,
-                   bool require_client_certificate = false, GrpcCallHook on_call = nullptr)
-      : controller_(controller),
+  AgentServiceImpl(AgentHub& hub, Authenticator& auth, bool require_client_certificate = false,
+                   GrpcCallHook on_call = nullptr)
+      : hub_(hub),
         auth_(auth),
         require_client_certificate_(require_client_certificate),
         on_call_(std::move(on_call)) {}
@@ -54,7 +54,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       grpc::CallbackServerContext* context) override;
 
  private:
-  Controller& controller_;
+  AgentHub& hub_;
   Authenticator& auth_;
   const bool require_client_certificate_;
   const GrpcCallHook on_call_;

@@ -27,8 +27,8 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/api/auth.h"
 #include "controller/api/http_types.h"
-#include "controller/core/controller.h"
 #include "controller/core/observer.h"
+#include "controller/core/run_service.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::api {
@@ -47,7 +47,7 @@ class RunEventSource {
 // The controller's facade as a RunEventSource.
 class FacadeRunEventSource final : public RunEventSource {
  public:
-  explicit FacadeRunEventSource(core::Controller& controller) : controller_(controller) {}
+  explicit FacadeRunEventSource(core::RunService& controller) : controller_(controller) {}
   absl::StatusOr<std::vector<v1::RunEvent>> RunEventsSince(const std::string& run_id,
                                                            uint64_t after_id,
                                                            uint32_t limit) override {
@@ -58,7 +58,7 @@ class FacadeRunEventSource final : public RunEventSource {
   }
 
  private:
-  core::Controller& controller_;
+  core::RunService& controller_;
 };
 
 struct RunEventStreamsOptions {

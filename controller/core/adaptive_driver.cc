@@ -26,8 +26,8 @@ bool SamePlan(const report::AdaptivePlan& a, const report::AdaptivePlan& b) {
 
 }  // namespace
 
-AdaptiveDriver::AdaptiveDriver(store::Store& store, Clock clock, Extended on_extended)
-    : store_(store), clock_(std::move(clock)), on_extended_(std::move(on_extended)) {}
+AdaptiveDriver::AdaptiveDriver(store::Store& store, const Clock& clock, Extended on_extended)
+    : store_(store), clock_(clock), on_extended_(std::move(on_extended)) {}
 
 AdaptiveDriver::~AdaptiveDriver() { Stop(); }
 
@@ -90,7 +90,7 @@ void AdaptiveDriver::DecideOnce() {
 }
 
 void AdaptiveDriver::Decide(const store::ActiveRun& run) {
-  const int64_t now = clock_();
+  const int64_t now = clock_.NowMillis();
   absl::StatusOr<v1::Run> stored = store_.GetRun(run.run_id);
   if (!stored.ok()) {
     spdlog::error("run={} adaptive decision: {}", run.run_id, stored.status().ToString());
@@ -161,14 +161,14 @@ absl::Status AdaptiveDriver::Write(const std::string& run_id,
                                    const report::AdaptiveDecision& decision, uint32_t rounds) {
   if (decision.action == report::AdaptiveDecision::Action::kStop) {
     spdlog::info("run={} adaptive: {}", run_id, decision.reason);
-    return store_.FinishAdaptiveRun(run_id, decision.reason, clock_());
+    return store_.FinishAdaptiveRun(run_id, decision.reason, clock_.NowMillis());
   }
   spdlog::info("run={} adaptive round {}: {}", run_id, rounds + 1, decision.reason);
   store::RunExtension extension;
   extension.add_boot = decision.action == report::AdaptiveDecision::Action::kAddBoot;
   extension.iterations_per_boot = decision.iterations_per_boot;
   extension.note = decision.reason;
-  return store_.ExtendRun(run_id, extension, clock_());
+  return store_.ExtendRun(run_id, extension, clock_.NowMillis());
 }
 
 }  // namespace tlbfleet::core

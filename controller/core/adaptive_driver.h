@@ -18,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "controller/report/adaptive.h"
 #include "controller/store/store.h"
 
@@ -25,14 +26,14 @@ namespace tlbfleet::core {
 
 class AdaptiveDriver {
  public:
-  using Clock = std::function<int64_t()>;  // milliseconds since the epoch
   // Called (on the deciding thread, with no lock of the driver held) after a run was
   // extended: it has new queued jobs to dispatch.
   using Extended = std::function<void(const std::string& run_id)>;
 
   static constexpr int kMaxWriteFailures = 5;
 
-  AdaptiveDriver(store::Store& store, Clock clock, Extended on_extended);
+  // `clock` is not owned and must outlive the driver.
+  AdaptiveDriver(store::Store& store, const Clock& clock, Extended on_extended);
   ~AdaptiveDriver();
 
   // Starts the worker thread, which decides once at once (runs left waiting by a restart)
@@ -60,7 +61,7 @@ class AdaptiveDriver {
   void Loop();
 
   store::Store& store_;
-  const Clock clock_;
+  const Clock& clock_;
   const Extended on_extended_;
 
   absl::Mutex decide_mu_;  // one pass at a time

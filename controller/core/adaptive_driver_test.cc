@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "controller/core/controller.h"
+#include "controller/core/controller_fixture_for_test.h"
 #include "controller/core/fake_channel_for_test.h"
 
 namespace tlbfleet::core {
@@ -19,22 +19,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class AdaptiveDriverTest : public ::testing::Test {
+class AdaptiveDriverTest : public ControllerFixture {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-adaptive-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "fleet.db").string();
-    store_ = *store::Store::Open(path_, {.writer_thread = false});
-    controller_ =
-        std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
-  }
-  void TearDown() override {
-    controller_.reset();
-    std::filesystem::remove_all(dir_);
+    path_ = Db();
+    ControllerFixture::SetUp();
   }
   // Another connection to the same file, as an operator's sqlite3 shell would be.
   void Exec(const std::string& sql) {
@@ -52,8 +41,8 @@ class AdaptiveDriverTest : public ::testing::Test {
     hello.set_protocol_version(v1::PROTOCOL_VERSION_1);
     hello.set_agent_id("a1");
     hello.mutable_host()->set_hostname("h1");
-    EXPECT_TRUE(controller_->Register(&channel, hello).ok());
-    auto submitted = controller_->Submit(
+    EXPECT_TRUE(agents().Register(&channel, hello).ok());
+    auto submitted = runs().Submit(
         "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
         "iterations: {min: 2, max: 5, target_ci: 0.1%}\n"
         "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
@@ -61,7 +50,7 @@ class AdaptiveDriverTest : public ::testing::Test {
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     v1::AgentMessage idle;
     idle.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
-    controller_->OnMessage(&channel, idle);
+    agents().OnMessage(&channel, idle);
     // Noisy and overlapping in both arms: the comparison cannot settle, so the run grows.
     for (int done = 0; channel.Count(v1::ControllerMessage::kAssignment) > done; ++done) {
       const v1::JobAssignment a = *channel.LastAssignment();
@@ -70,21 +59,17 @@ class AdaptiveDriverTest : public ::testing::Test {
       v1::Sample* s = batch.mutable_samples()->add_samples();
       s->set_metric("usecs_per_op");
       s->set_value(done % 4 < 2 ? 4 : 6);
-      controller_->OnMessage(&channel, batch);
+      agents().OnMessage(&channel, batch);
       v1::AgentMessage complete;
       complete.mutable_complete()->set_lease_id(a.lease_id());
       complete.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
       complete.mutable_complete()->set_sample_count(1);
-      controller_->OnMessage(&channel, complete);
+      agents().OnMessage(&channel, complete);
     }
     return submitted.ok() ? submitted->run_id() : "";
   }
 
-  std::filesystem::path dir_;
   std::string path_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 TEST_F(AdaptiveDriverTest, AFailedWriteIsRetriedWithBackoffThenFailsTheRun) {
@@ -99,19 +84,19 @@ TEST_F(AdaptiveDriverTest, AFailedWriteIsRetriedWithBackoffThenFailsTheRun) {
   controller_->DecideAdaptiveRunsForTest();  // attempt 1
   // Without time passing, no pass writes again: the run would fail after five passes.
   for (int pass = 0; pass < 20; ++pass) controller_->DecideAdaptiveRunsForTest();
-  EXPECT_EQ(controller_->GetRun(run)->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(runs().GetRun(run)->state(), v1::RUN_STATE_RUNNING);
   // Backoff 1 s, 2 s, 4 s, 8 s: attempts 2 to 5.
   for (int64_t wait_ms : {1000, 2000, 4000}) {
-    now_ms_ += wait_ms;
+    AdvanceMs(wait_ms);
     controller_->DecideAdaptiveRunsForTest();
-    EXPECT_EQ(controller_->GetRun(run)->state(), v1::RUN_STATE_RUNNING) << wait_ms;
+    EXPECT_EQ(runs().GetRun(run)->state(), v1::RUN_STATE_RUNNING) << wait_ms;
   }
-  now_ms_ += 7999;
+  AdvanceMs(7999);
   controller_->DecideAdaptiveRunsForTest();
-  EXPECT_EQ(controller_->GetRun(run)->state(), v1::RUN_STATE_RUNNING);
-  now_ms_ += 1;
+  EXPECT_EQ(runs().GetRun(run)->state(), v1::RUN_STATE_RUNNING);
+  AdvanceMs(1);
   controller_->DecideAdaptiveRunsForTest();
-  absl::StatusOr<v1::Run> failed = controller_->GetRun(run);
+  absl::StatusOr<v1::Run> failed = runs().GetRun(run);
   ASSERT_TRUE(failed.ok());
   EXPECT_EQ(failed->state(), v1::RUN_STATE_FAILED);
   EXPECT_THAT(failed->error(), HasSubstr("could not be stored after 5 attempts"));
@@ -127,9 +112,9 @@ TEST_F(AdaptiveDriverTest, AWriteThatRecoversExtendsTheRunAndDispatchesItsNewJob
       " BEGIN SELECT RAISE(ABORT, 'injected: busy'); END;");
   controller_->DecideAdaptiveRunsForTest();
   Exec("DROP TRIGGER refuse_rounds;");
-  now_ms_ += 1000;
+  AdvanceMs(1000);
   controller_->DecideAdaptiveRunsForTest();
-  absl::StatusOr<v1::Run> grown = controller_->GetRun(run);
+  absl::StatusOr<v1::Run> grown = runs().GetRun(run);
   ASSERT_TRUE(grown.ok());
   EXPECT_EQ(grown->state(), v1::RUN_STATE_RUNNING);
   EXPECT_EQ(grown->adaptive_rounds(), 1u);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/core/controller.h"
+#include "controller/core/controller_fixture_for_test.h"
 
 namespace tlbfleet::core {
 namespace {
@@ -40,19 +40,9 @@ constexpr char kPeerSpec[] =
 // Any host; no peer.
 constexpr char kPlainSpec[] = "name: e\nbenchmark: ebizzy\narms: [{name: a}]\n";
 
-class ControllerPeerTest : public ::testing::Test {
+class ControllerPeerTest : public ControllerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-peer-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
-    controller_ =
-        std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ControllerFixture::SetUp(); }
 
   void Connect(FakeChannel& channel, const std::string& id, const std::string& role,
                const std::string& netserver = "") {
@@ -62,10 +52,10 @@ class ControllerPeerTest : public ::testing::Test {
     hello.mutable_host()->set_hostname("host-" + id);
     (*hello.mutable_host()->mutable_labels())["role"] = role;
     hello.mutable_host()->set_netserver(netserver);
-    ASSERT_TRUE(controller_->Register(&channel, hello).ok());
+    ASSERT_TRUE(agents().Register(&channel, hello).ok());
     v1::AgentMessage idle;
     idle.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
-    controller_->OnMessage(&channel, idle);
+    agents().OnMessage(&channel, idle);
   }
 
   // One sample, then success: a job without samples would fail its run.
@@ -75,24 +65,13 @@ class ControllerPeerTest : public ::testing::Test {
     v1::Sample* s = batch.mutable_samples()->add_samples();
     s->set_metric("trans_per_sec");
     s->set_value(5);
-    controller_->OnMessage(&channel, batch);
+    agents().OnMessage(&channel, batch);
     v1::AgentMessage done;
     done.mutable_complete()->set_lease_id(lease_id);
     done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
     done.mutable_complete()->set_sample_count(1);
-    controller_->OnMessage(&channel, done);
+    agents().OnMessage(&channel, done);
   }
-
-  std::string Submit(const std::string& yaml) {
-    auto submitted = controller_->Submit(yaml, "spec.yaml");
-    EXPECT_TRUE(submitted.ok()) << submitted.status();
-    return submitted.ok() ? submitted->run_id() : "";
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 TEST_F(ControllerPeerTest, WithoutAPeerTheRunWaitsAndTheHostTakesOtherWork) {
@@ -101,12 +80,12 @@ TEST_F(ControllerPeerTest, WithoutAPeerTheRunWaitsAndTheHostTakesOtherWork) {
   const std::string peer_run = Submit(kPeerSpec);
   controller_->Tick();
   EXPECT_EQ(client.Assignments(), 0);
-  EXPECT_EQ(controller_->GetRun(peer_run)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(runs().GetRun(peer_run)->state(), v1::RUN_STATE_QUEUED);
   // The host is not held up by the waiting run.
   Submit(kPlainSpec);
   ASSERT_EQ(client.Assignments(), 1);
   EXPECT_EQ(client.LastAssignment()->benchmark(), "ebizzy");
-  EXPECT_EQ(controller_->GetRun(peer_run)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(runs().GetRun(peer_run)->state(), v1::RUN_STATE_QUEUED);
 }
 
 TEST_F(ControllerPeerTest, TheJobDialsThePeerWhichServesItAndThenGetsWorkAgain) {
@@ -137,7 +116,7 @@ TEST_F(ControllerPeerTest, TheJobDialsThePeerWhichServesItAndThenGetsWorkAgain) 
   ASSERT_EQ(client.Assignments(), 2);
   EXPECT_EQ(client.LastAssignment()->peer_host(), "host-b");
   EXPECT_NE(client.LastAssignment()->lease_id(), first.lease_id());
-  EXPECT_EQ(controller_->GetRun(first.run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(runs().GetRun(first.run_id())->state(), v1::RUN_STATE_RUNNING);
 }
 
 TEST_F(ControllerPeerTest, AnExpiredLeaseReleasesThePeer) {
@@ -148,7 +127,7 @@ TEST_F(ControllerPeerTest, AnExpiredLeaseReleasesThePeer) {
   ASSERT_EQ(client.Assignments(), 1);
   Submit(kPlainSpec);
   EXPECT_EQ(peer.Assignments(), 0);
-  now_ms_ += ControllerOptions{}.lease_ms + 1;
+  AdvanceMs(ControllerOptions{}.lease_ms + 1);
   controller_->Tick();
   ASSERT_EQ(peer.Assignments(), 1);
   EXPECT_EQ(peer.LastAssignment()->benchmark(), "ebizzy");
@@ -162,7 +141,7 @@ TEST_F(ControllerPeerTest, AClientThatDisconnectsReleasesThePeer) {
   ASSERT_EQ(client.Assignments(), 1);
   Submit(kPlainSpec);
   EXPECT_EQ(peer.Assignments(), 0);
-  controller_->Unregister(&client);
+  agents().Unregister(&client);
   ASSERT_EQ(peer.Assignments(), 1);
   EXPECT_EQ(peer.LastAssignment()->benchmark(), "ebizzy");
 }

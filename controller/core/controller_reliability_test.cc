@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "controller/core/controller.h"
+#include "controller/core/controller_fixture_for_test.h"
 #include "controller/core/fake_channel_for_test.h"
 
 namespace tlbfleet::core {
@@ -23,31 +23,14 @@ constexpr char kTwoBootsFailIfLost[] =
 constexpr char kCeiling[] =
     "name: c\nbenchmark: ebizzy\narms: [{name: low, ceiling: 1}, {name: high, ceiling: 512}]\n";
 
-class ControllerReliabilityTest : public ::testing::Test {
+class ControllerReliabilityTest : public ControllerFixture {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-rel-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
     options_.lease_ms = 10'000;
     options_.heartbeat_ms = 2'500;
     options_.reconnect_grace_ms = 30'000;
     options_.reboot_return_ms = 600'000;
-    Restart();
-  }
-  void TearDown() override {
-    controller_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // A new controller on the same database, as after kill -9 and a start.
-  void Restart() {
-    controller_.reset();
-    controller_ = std::make_unique<Controller>(*store_, options_, [this] { return now_ms_; });
+    ControllerFixture::SetUp();
     controller_->RecoverForTest();
   }
 
@@ -67,7 +50,7 @@ class ControllerReliabilityTest : public ::testing::Test {
     v1::AgentMessage m;
     m.mutable_heartbeat()->set_state(state);
     m.mutable_heartbeat()->set_lease_id(lease);
-    controller_->OnMessage(&channel, m);
+    agents().OnMessage(&channel, m);
   }
   void Samples(FakeChannel& channel, const v1::JobAssignment& a, int n) {
     v1::AgentMessage batch;
@@ -79,7 +62,7 @@ class ControllerReliabilityTest : public ::testing::Test {
       s->set_metric("records_per_sec");
       s->set_value(100 + i);
     }
-    controller_->OnMessage(&channel, batch);
+    agents().OnMessage(&channel, batch);
   }
   void Complete(FakeChannel& channel, const v1::JobAssignment& a, int n,
                 v1::JobStatus status = v1::JOB_STATUS_SUCCEEDED) {
@@ -88,39 +71,29 @@ class ControllerReliabilityTest : public ::testing::Test {
     done.mutable_complete()->set_job_id(a.job_id());
     done.mutable_complete()->set_status(status);
     done.mutable_complete()->set_sample_count(static_cast<uint64_t>(n));
-    controller_->OnMessage(&channel, done);
+    agents().OnMessage(&channel, done);
   }
-  std::string Submit(const char* yaml) {
-    auto submitted = controller_->Submit(yaml, "spec.yaml");
-    EXPECT_TRUE(submitted.ok()) << submitted.status();
-    return submitted.ok() ? submitted->run_id() : "";
-  }
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  ControllerOptions options_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 TEST_F(ControllerReliabilityTest, AfterARestartLongerThanTheLeaseTheRunningJobIsKeptNotRunTwice) {
   FakeChannel before;
-  ASSERT_TRUE(controller_->Register(&before, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&before, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(before, v1::AGENT_STATE_IDLE);
   ASSERT_NE(before.LastAssignment(), nullptr);
   const v1::JobAssignment first = *before.LastAssignment();
 
   // kill -9 of the controller; it is down for three leases.
-  now_ms_ += 3 * options_.lease_ms;
+  AdvanceMs(3 * options_.lease_ms);
   Restart();
   controller_->Tick();  // the first tick after the start expires nothing
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 1u);
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 1u);
 
   // The agent comes back (its workload never stopped) and says so.
   FakeChannel after;
   v1::Hello hello = Hello("a1");
   hello.set_running_lease_id(first.lease_id());
-  ASSERT_TRUE(controller_->Register(&after, hello).ok());
+  ASSERT_TRUE(agents().Register(&after, hello).ok());
   Heartbeat(after, v1::AGENT_STATE_RUNNING, first.lease_id());
   Heartbeat(after, v1::AGENT_STATE_IDLE);  // crossing: it must not get a second lease
   EXPECT_EQ(after.Count(v1::ControllerMessage::kAssignment), 0);
@@ -132,7 +105,7 @@ TEST_F(ControllerReliabilityTest, AfterARestartLongerThanTheLeaseTheRunningJobIs
   const v1::JobAssignment second = *after.LastAssignment();
   Samples(after, second, 3);
   Complete(after, second, 3);
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED) << run->error();
   EXPECT_EQ(run->samples(), 6u);
   EXPECT_EQ(first.lease_id().substr(first.lease_id().find('a')), "a1");
@@ -141,43 +114,43 @@ TEST_F(ControllerReliabilityTest, AfterARestartLongerThanTheLeaseTheRunningJobIs
 
 TEST_F(ControllerReliabilityTest, AFinishedSpooledResultIsAcceptedAfterARestart) {
   FakeChannel before;
-  ASSERT_TRUE(controller_->Register(&before, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&before, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(before, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment first = *before.LastAssignment();
-  now_ms_ += 2 * options_.lease_ms;
+  AdvanceMs(2 * options_.lease_ms);
   Restart();
   // Back within the grace with the result in its spool.
-  now_ms_ += options_.reconnect_grace_ms / 2;
+  AdvanceMs(options_.reconnect_grace_ms / 2);
   controller_->Tick();
   FakeChannel after;
   v1::Hello hello = Hello("a1");
   v1::SpooledLease* spooled = hello.add_spooled();
   spooled->set_lease_id(first.lease_id());
   spooled->set_complete(true);
-  ASSERT_TRUE(controller_->Register(&after, hello).ok());
+  ASSERT_TRUE(agents().Register(&after, hello).ok());
   // Registering renewed it for a lease from now.
-  now_ms_ += options_.lease_ms / 2;
+  AdvanceMs(options_.lease_ms / 2);
   controller_->Tick();
   Samples(after, first, 2);
   Complete(after, first, 2);
   EXPECT_EQ(after.Count(v1::ControllerMessage::kCompletionAck), 1);
   EXPECT_FALSE(after.sent.back().completion_ack().rejected());
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().succeeded(), 1u);
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().succeeded(), 1u);
 }
 
 TEST_F(ControllerReliabilityTest, AnAgentThatLostItsLeaseGetsItBackNotASecondOneAndKeepsItsSlot) {
   FakeChannel a, b;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
-  ASSERT_TRUE(controller_->Register(&b, Hello("b1")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&b, Hello("b1")).ok());
   const std::string run_id = Submit(kTwoJobs);  // one slot
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment lost = *a.LastAssignment();
   // kill -9 of agent a mid-job; it restarts on its state dir: nothing running, nothing spooled.
-  controller_->Unregister(&a);
+  agents().Unregister(&a);
   FakeChannel restarted;
-  ASSERT_TRUE(controller_->Register(&restarted, Hello("a1")).ok());
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 0u);  // taken back at once
+  ASSERT_TRUE(agents().Register(&restarted, Hello("a1")).ok());
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 0u);  // taken back at once
   // b, idle, must not take a's slot; a takes its job again, as a new attempt.
   Heartbeat(b, v1::AGENT_STATE_IDLE);
   EXPECT_EQ(b.Count(v1::ControllerMessage::kAssignment), 0);
@@ -187,12 +160,12 @@ TEST_F(ControllerReliabilityTest, AnAgentThatLostItsLeaseGetsItBackNotASecondOne
   EXPECT_EQ(again.job_id(), lost.job_id());
   EXPECT_NE(again.lease_id(), lost.lease_id());
   // The old lease's expiry time passes: nothing happens to the agent's slot or new lease.
-  now_ms_ += 2 * options_.lease_ms;
+  AdvanceMs(2 * options_.lease_ms);
   Heartbeat(restarted, v1::AGENT_STATE_RUNNING, again.lease_id());
   controller_->Tick();
   Heartbeat(b, v1::AGENT_STATE_IDLE);
   EXPECT_EQ(b.Count(v1::ControllerMessage::kAssignment), 0);
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 1u);
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 1u);
   EXPECT_EQ(restarted.Count(v1::ControllerMessage::kCancel), 0);
 }
 
@@ -201,7 +174,7 @@ TEST_F(ControllerReliabilityTest, AnAgentThatLostItsLeaseGetsItBackNotASecondOne
 // freed the session, and the agent was given a second lease while the first was still its.
 TEST_F(ControllerReliabilityTest, AHeartbeatNamingAStaleLeaseDoesNotFreeTheAgentForASecondOne) {
   FakeChannel a;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   ASSERT_EQ(a.Count(v1::ControllerMessage::kAssignment), 1);
@@ -214,7 +187,7 @@ TEST_F(ControllerReliabilityTest, AHeartbeatNamingAStaleLeaseDoesNotFreeTheAgent
   Complete(a, stale, 0);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   EXPECT_EQ(a.Count(v1::ControllerMessage::kAssignment), 1) << "no second lease";
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 1u);
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 1u);
   // The lease it holds still completes normally, and then it gets the next job.
   Samples(a, held, 1);
   Complete(a, held, 1);
@@ -223,7 +196,7 @@ TEST_F(ControllerReliabilityTest, AHeartbeatNamingAStaleLeaseDoesNotFreeTheAgent
 
 TEST_F(ControllerReliabilityTest, FailedSampleWritesCloseTheStreamAndTheCompletionIsNotJudged) {
   FakeChannel a;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment job = *a.LastAssignment();
@@ -236,16 +209,16 @@ TEST_F(ControllerReliabilityTest, FailedSampleWritesCloseTheStreamAndTheCompleti
   // Writes work again; the stream is gone; the agent reconnects and resends its spool.
   store_->FailWritesForTest(absl::OkStatus());
   controller_->Tick();
-  controller_->Unregister(&a);
+  agents().Unregister(&a);
   FakeChannel again;
   v1::Hello hello = Hello("a1");
   hello.add_spooled()->set_lease_id(job.lease_id());
-  ASSERT_TRUE(controller_->Register(&again, hello).ok());
+  ASSERT_TRUE(agents().Register(&again, hello).ok());
   Samples(again, job, 3);
   Complete(again, job, 3);
   ASSERT_EQ(again.Count(v1::ControllerMessage::kCompletionAck), 1);
   EXPECT_FALSE(again.sent.back().completion_ack().rejected());
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->jobs().succeeded(), 1u) << run->error();
   EXPECT_EQ(run->samples(), 3u);
   EXPECT_NE(run->state(), v1::RUN_STATE_FAILED);
@@ -253,41 +226,41 @@ TEST_F(ControllerReliabilityTest, FailedSampleWritesCloseTheStreamAndTheCompleti
 
 TEST_F(ControllerReliabilityTest, DuringAStorageOutageNoLeaseIsJudgedNoWorkIsLeasedAndReadsWork) {
   FakeChannel a, b;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   store_->FailWritesForTest(store::StorageFailure(absl::StatusCode::kResourceExhausted, "full"));
   // New work is refused with the reason; reads go on.
-  auto refused = controller_->Submit(kTwoJobs, "more.yaml");
+  auto refused = runs().Submit(kTwoJobs, "more.yaml");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("full"), std::string::npos);
-  EXPECT_TRUE(controller_->GetRun(run_id).ok());
+  EXPECT_TRUE(runs().GetRun(run_id).ok());
   v1::ListRunsRequest list;
   list.set_limit(10);
-  EXPECT_TRUE(controller_->ListRuns(list).ok());
+  EXPECT_TRUE(runs().ListRuns(list).ok());
   // The agent's renewals fail for longer than the lease: its lease is not taken back.
   for (int i = 0; i < 4; ++i) {
-    now_ms_ += options_.lease_ms;
+    AdvanceMs(options_.lease_ms);
     controller_->Tick();
   }
   store_->FailWritesForTest(absl::OkStatus());
   controller_->Tick();  // writes work: every lease gets the grace from now
-  now_ms_ += options_.reconnect_grace_ms - 1;
+  AdvanceMs(options_.reconnect_grace_ms - 1);
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 1u);
-  now_ms_ += 2;
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 1u);
+  AdvanceMs(2);
   controller_->Tick();  // nobody reported it: now it expires
-  EXPECT_EQ(controller_->GetRun(run_id)->jobs().running(), 0u);
+  EXPECT_EQ(runs().GetRun(run_id)->jobs().running(), 0u);
 }
 
 TEST_F(ControllerReliabilityTest, ARefusedAssignmentIsRequeuedNotFailed) {
   FakeChannel a;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1")).ok());
   const std::string run_id = Submit(kTwoJobs);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment job = *a.LastAssignment();
   Complete(a, job, 0, v1::JOB_STATUS_REFUSED);
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_RUNNING) << run->error();
   EXPECT_EQ(run->jobs().queued(), 2u);
   EXPECT_EQ(a.Count(v1::ControllerMessage::kCompletionAck), 1);
@@ -298,23 +271,23 @@ TEST_F(ControllerReliabilityTest, ARefusedAssignmentIsRequeuedNotFailed) {
 
 TEST_F(ControllerReliabilityTest, ARunIsNotFailedWhileItsOnlyCapableHostIsBrieflyAway) {
   FakeChannel capable, locked;
-  ASSERT_TRUE(controller_->Register(&capable, Hello("cap", "boot-A", true)).ok());
-  ASSERT_TRUE(controller_->Register(&locked, Hello("lock", "boot-A", false)).ok());
-  controller_->Unregister(&capable);  // mid-reboot
+  ASSERT_TRUE(agents().Register(&capable, Hello("cap", "boot-A", true)).ok());
+  ASSERT_TRUE(agents().Register(&locked, Hello("lock", "boot-A", false)).ok());
+  agents().Unregister(&capable);  // mid-reboot
   const std::string run_id = Submit(kCeiling);
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(run_id)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(runs().GetRun(run_id)->state(), v1::RUN_STATE_QUEUED);
   // Away for longer than a reboot may take: now only the locked host counts.
-  now_ms_ += options_.reboot_return_ms + 1;
+  AdvanceMs(options_.reboot_return_ms + 1);
   controller_->Tick();
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("kernel lockdown"), std::string::npos) << run->error();
 }
 
 TEST_F(ControllerReliabilityTest, ARebootRequestSurvivesARestartAndTheHostComingBackCompletesIt) {
   FakeChannel a;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1", "boot-A")).ok());
   const std::string run_id = Submit(kTwoBoots);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment first = *a.LastAssignment();
@@ -324,37 +297,37 @@ TEST_F(ControllerReliabilityTest, ARebootRequestSurvivesARestartAndTheHostComing
   Restart();
   // The agent, mid-reboot, reconnects to the new controller on its old boot: no work for it.
   FakeChannel going;
-  ASSERT_TRUE(controller_->Register(&going, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&going, Hello("a1", "boot-A")).ok());
   Heartbeat(going, v1::AGENT_STATE_REBOOTING);
   Heartbeat(going, v1::AGENT_STATE_IDLE);
   EXPECT_EQ(going.Count(v1::ControllerMessage::kAssignment), 0);
-  EXPECT_EQ(controller_->Snapshot()->agents.at(AgentState::kRebooting), 1u);
-  controller_->Unregister(&going);
+  EXPECT_EQ(runs().Snapshot()->agents.at(AgentState::kRebooting), 1u);
+  agents().Unregister(&going);
   FakeChannel back;
-  ASSERT_TRUE(controller_->Register(&back, Hello("a1", "boot-B")).ok());
+  ASSERT_TRUE(agents().Register(&back, Hello("a1", "boot-B")).ok());
   Heartbeat(back, v1::AGENT_STATE_IDLE);
   ASSERT_EQ(back.Count(v1::ControllerMessage::kAssignment), 1);
   EXPECT_EQ(back.LastAssignment()->boot_index(), 1u);
-  EXPECT_EQ(controller_->GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(runs().GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
 }
 
 TEST_F(ControllerReliabilityTest, AHostThatNeverComesBackFromARebootFailsItsRunKeepingSamples) {
   FakeChannel a;
-  ASSERT_TRUE(controller_->Register(&a, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&a, Hello("a1", "boot-A")).ok());
   const std::string run_id = Submit(kTwoBootsFailIfLost);
   Heartbeat(a, v1::AGENT_STATE_IDLE);
   const v1::JobAssignment first = *a.LastAssignment();
   Samples(a, first, 4);
   Complete(a, first, 4);
   ASSERT_EQ(a.Count(v1::ControllerMessage::kReboot), 1);
-  controller_->Unregister(&a);  // it went down and never returns
-  Restart();                    // (a restart meanwhile changes nothing)
-  now_ms_ += options_.reboot_return_ms - 1;
+  agents().Unregister(&a);  // it went down and never returns
+  Restart();                // (a restart meanwhile changes nothing)
+  AdvanceMs(options_.reboot_return_ms - 1);
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
-  now_ms_ += 2;
+  EXPECT_EQ(runs().GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
+  AdvanceMs(2);
   controller_->Tick();
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("did not come back within 600 s"), std::string::npos) << run->error();
   EXPECT_EQ(run->samples(), 4u);
@@ -370,8 +343,8 @@ TEST_F(ControllerReliabilityTest, APeerReservationSurvivesARestart) {
   (*c.mutable_host()->mutable_labels())["role"] = "client";
   v1::Hello s = Hello("server");
   s.mutable_host()->set_netserver("127.0.0.2:12865");
-  ASSERT_TRUE(controller_->Register(&client, c).ok());
-  ASSERT_TRUE(controller_->Register(&server, s).ok());
+  ASSERT_TRUE(agents().Register(&client, c).ok());
+  ASSERT_TRUE(agents().Register(&server, s).ok());
   Submit(kPeer);
   Heartbeat(server, v1::AGENT_STATE_IDLE);
   Heartbeat(client, v1::AGENT_STATE_IDLE);
@@ -380,8 +353,8 @@ TEST_F(ControllerReliabilityTest, APeerReservationSurvivesARestart) {
   Restart();
   FakeChannel server_again, client_again;
   c.set_running_lease_id(job.lease_id());
-  ASSERT_TRUE(controller_->Register(&client_again, c).ok());
-  ASSERT_TRUE(controller_->Register(&server_again, s).ok());
+  ASSERT_TRUE(agents().Register(&client_again, c).ok());
+  ASSERT_TRUE(agents().Register(&server_again, s).ok());
   Submit(kPlain);
   Heartbeat(server_again, v1::AGENT_STATE_IDLE);
   EXPECT_EQ(server_again.Count(v1::ControllerMessage::kAssignment), 0);  // still serving

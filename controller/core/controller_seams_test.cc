@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/core/controller.h"
+#include "controller/core/controller_fixture_for_test.h"
 #include "controller/core/fake_channel_for_test.h"
 
 namespace tlbfleet::core {
@@ -80,22 +80,11 @@ class RecordingObserver : public FleetObserver {
   std::vector<v1::RunEvent> events_ ABSL_GUARDED_BY(mu_);
 };
 
-class ControllerSeamsTest : public ::testing::Test {
+class ControllerSeamsTest : public ControllerFixture {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-seams-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
-    controller_ =
-        std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
+    ControllerFixture::SetUp();
     controller_->AddObserver(&observer_);
-  }
-  void TearDown() override {
-    controller_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   static v1::Hello Hello(const std::string& id, const std::string& boot = "boot-A",
@@ -109,11 +98,6 @@ class ControllerSeamsTest : public ::testing::Test {
     hello.mutable_host()->mutable_ceiling()->set_writable(ceiling_writable);
     return hello;
   }
-  void Idle(FakeChannel& channel) {
-    v1::AgentMessage m;
-    m.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
-    controller_->OnMessage(&channel, m);
-  }
   void CompleteLast(FakeChannel& channel, int samples = 1) {
     const v1::JobAssignment a = *channel.LastAssignment();
     v1::AgentMessage batch;
@@ -124,25 +108,16 @@ class ControllerSeamsTest : public ::testing::Test {
       s->set_metric("usecs_per_op");
       s->set_value(5);
     }
-    controller_->OnMessage(&channel, batch);
+    agents().OnMessage(&channel, batch);
     v1::AgentMessage done;
     done.mutable_complete()->set_lease_id(a.lease_id());
     done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
     done.mutable_complete()->set_sample_count(static_cast<uint64_t>(samples));
     done.mutable_complete()->set_elapsed_seconds(2);
-    controller_->OnMessage(&channel, done);
-  }
-  std::string Submit(const std::string& yaml) {
-    auto submitted = controller_->Submit(yaml, "spec.yaml");
-    EXPECT_TRUE(submitted.ok()) << submitted.status();
-    return submitted.ok() ? submitted->run_id() : "";
+    agents().OnMessage(&channel, done);
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
   RecordingObserver observer_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 constexpr char kOneJob[] =
@@ -154,8 +129,8 @@ constexpr char kTwoBoots[] =
 
 TEST_F(ControllerSeamsTest, ASecondLiveStreamOfAnAgentIsRefusedUntilTheFirstCloses) {
   FakeChannel first("first"), second("second");
-  ASSERT_TRUE(controller_->Register(&first, Hello("a1")).ok());
-  absl::Status again = controller_->Register(&second, Hello("a1"));
+  ASSERT_TRUE(agents().Register(&first, Hello("a1")).ok());
+  absl::Status again = agents().Register(&second, Hello("a1"));
   EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(std::string(again.message()), HasSubstr("first"));
   EXPECT_EQ(second.Count(v1::ControllerMessage::kWelcome), 0);
@@ -166,45 +141,45 @@ TEST_F(ControllerSeamsTest, ASecondLiveStreamOfAnAgentIsRefusedUntilTheFirstClos
   Idle(first);
   EXPECT_EQ(first.Count(v1::ControllerMessage::kAssignment), 1);
   EXPECT_EQ(second.Count(v1::ControllerMessage::kAssignment), 0);
-  controller_->Unregister(&second);  // the refused stream closing changes nothing
-  EXPECT_TRUE(controller_->ListHosts()->hosts(0).connected());
+  agents().Unregister(&second);  // the refused stream closing changes nothing
+  EXPECT_TRUE(runs().ListHosts()->hosts(0).connected());
 
-  controller_->Unregister(&first);
-  ASSERT_TRUE(controller_->Register(&second, Hello("a1")).ok());
+  agents().Unregister(&first);
+  ASSERT_TRUE(agents().Register(&second, Hello("a1")).ok());
   EXPECT_EQ(second.Count(v1::ControllerMessage::kWelcome), 1);
 }
 
 TEST_F(ControllerSeamsTest, AStreamFromAnEarlierBootOfTheHostIsReplaced) {
   FakeChannel old_boot("old"), new_boot("new");
-  ASSERT_TRUE(controller_->Register(&old_boot, Hello("a1", "boot-A")).ok());
-  ASSERT_TRUE(controller_->Register(&new_boot, Hello("a1", "boot-B")).ok());
+  ASSERT_TRUE(agents().Register(&old_boot, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&new_boot, Hello("a1", "boot-B")).ok());
   Submit(kOneJob);
   Idle(old_boot);
   EXPECT_EQ(old_boot.Count(v1::ControllerMessage::kAssignment), 0);
-  controller_->Unregister(&old_boot);  // its late close must not drop the new stream
+  agents().Unregister(&old_boot);  // its late close must not drop the new stream
   Idle(new_boot);
   EXPECT_EQ(new_boot.Count(v1::ControllerMessage::kAssignment), 1);
-  EXPECT_TRUE(controller_->ListHosts()->hosts(0).connected());
+  EXPECT_TRUE(runs().ListHosts()->hosts(0).connected());
 }
 
 TEST_F(ControllerSeamsTest, AnAgentIdStaysWithThePrincipalThatRegisteredItFirst) {
   FakeChannel one, two, three;
-  ASSERT_TRUE(controller_->Register(&one, Hello("a1"), "agent:rack-a").ok());
-  controller_->Unregister(&one);
-  absl::Status stolen = controller_->Register(&two, Hello("a1"), "agent:rack-b");
+  ASSERT_TRUE(agents().Register(&one, Hello("a1"), "agent:rack-a").ok());
+  agents().Unregister(&one);
+  absl::Status stolen = agents().Register(&two, Hello("a1"), "agent:rack-b");
   EXPECT_EQ(stolen.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(two.Count(v1::ControllerMessage::kWelcome), 0);
-  EXPECT_TRUE(controller_->Register(&three, Hello("a1"), "agent:rack-a").ok());
+  EXPECT_TRUE(agents().Register(&three, Hello("a1"), "agent:rack-a").ok());
 }
 
 TEST_F(ControllerSeamsTest, ObserversHearEveryHookAfterTheChangeIsStored) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1")).ok());
   Idle(channel);
   const std::string run = Submit(kOneJob);
   ASSERT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 1);
   CompleteLast(channel, 3);
-  controller_->Unregister(&channel);
+  agents().Unregister(&channel);
   // Nothing is delivered on the caller's thread (tests without Start() deliver explicitly).
   EXPECT_TRUE(observer_.lines().empty());
   controller_->DeliverObserverCallsForTest();
@@ -218,7 +193,7 @@ TEST_F(ControllerSeamsTest, ObserversHearEveryHookAfterTheChangeIsStored) {
   EXPECT_EQ(lines.back(), "disconnected a1");
 
   // Run events: as stored, in id order, ending with the run's success.
-  absl::StatusOr<std::vector<v1::RunEvent>> stored = controller_->RunEventsSince(run, 0, 0);
+  absl::StatusOr<std::vector<v1::RunEvent>> stored = runs().RunEventsSince(run, 0, 0);
   ASSERT_TRUE(stored.ok());
   const std::vector<v1::RunEvent> heard = observer_.events();
   ASSERT_EQ(heard.size(), stored->size());
@@ -230,25 +205,25 @@ TEST_F(ControllerSeamsTest, ObserversHearEveryHookAfterTheChangeIsStored) {
 
 TEST_F(ControllerSeamsTest, ExpiredLeasesAndRebootsAreStoredAndHeard) {
   FakeChannel first;
-  ASSERT_TRUE(controller_->Register(&first, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&first, Hello("a1", "boot-A")).ok());
   const std::string run = Submit(kTwoBoots);
   Idle(first);
-  now_ms_ += ControllerOptions{}.lease_ms + 1;
+  AdvanceMs(ControllerOptions{}.lease_ms + 1);
   controller_->Tick();  // the silent host's lease expires and its job is queued again
   Idle(first);
   ASSERT_EQ(first.Count(v1::ControllerMessage::kAssignment), 2);
   CompleteLast(first);  // boot 0 done: a reboot is asked for
   ASSERT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
-  controller_->Unregister(&first);
+  agents().Unregister(&first);
   FakeChannel second;
-  ASSERT_TRUE(controller_->Register(&second, Hello("a1", "boot-B")).ok());
+  ASSERT_TRUE(agents().Register(&second, Hello("a1", "boot-B")).ok());
   controller_->DeliverObserverCallsForTest();
 
   const std::vector<std::string> lines = observer_.lines();
   EXPECT_THAT(lines, Contains("lease expired " + run + " requeued"));
   EXPECT_THAT(lines, Contains("reboot KIND_REQUESTED"));
   EXPECT_THAT(lines, Contains("reboot KIND_COMPLETED"));
-  absl::StatusOr<std::vector<v1::RunEvent>> stored = controller_->RunEventsSince(run, 0, 0);
+  absl::StatusOr<std::vector<v1::RunEvent>> stored = runs().RunEventsSince(run, 0, 0);
   ASSERT_TRUE(stored.ok());
   std::vector<std::string> reboots;
   for (const v1::RunEvent& e : *stored) {
@@ -265,12 +240,12 @@ TEST_F(ControllerSeamsTest, ExpiredLeasesAndRebootsAreStoredAndHeard) {
 // lease gone once its job completed.
 TEST_F(ControllerSeamsTest, HostsSayWhichJobTheyRunAndWhetherTheyAreRebooting) {
   FakeChannel first;
-  ASSERT_TRUE(controller_->Register(&first, Hello("a1", "boot-A")).ok());
+  ASSERT_TRUE(agents().Register(&first, Hello("a1", "boot-A")).ok());
   const std::string run = Submit(kTwoBoots);
   Idle(first);
   ASSERT_EQ(first.Count(v1::ControllerMessage::kAssignment), 1);
   const v1::JobAssignment a = *first.LastAssignment();
-  v1::Host host = controller_->ListHosts()->hosts(0);
+  v1::Host host = runs().ListHosts()->hosts(0);
   EXPECT_TRUE(host.connected());
   EXPECT_EQ(host.current_lease(), a.lease_id());
   EXPECT_EQ(host.current_run_id(), run);
@@ -282,18 +257,18 @@ TEST_F(ControllerSeamsTest, HostsSayWhichJobTheyRunAndWhetherTheyAreRebooting) {
 
   CompleteLast(first);  // boot 0 done: a reboot is asked for
   ASSERT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
-  host = controller_->ListHosts()->hosts(0);
+  host = runs().ListHosts()->hosts(0);
   EXPECT_TRUE(host.rebooting());
   EXPECT_EQ(host.rebooting_for_run(), run);
   EXPECT_TRUE(host.current_run_id().empty()) << host.ShortDebugString();
-  controller_->Unregister(&first);
-  host = controller_->ListHosts()->hosts(0);
+  agents().Unregister(&first);
+  host = runs().ListHosts()->hosts(0);
   EXPECT_FALSE(host.connected());
   EXPECT_TRUE(host.rebooting()) << "away, but asked to reboot: not lost yet";
 
   FakeChannel second;
-  ASSERT_TRUE(controller_->Register(&second, Hello("a1", "boot-B")).ok());
-  host = controller_->ListHosts()->hosts(0);
+  ASSERT_TRUE(agents().Register(&second, Hello("a1", "boot-B")).ok());
+  host = runs().ListHosts()->hosts(0);
   EXPECT_TRUE(host.connected());
   EXPECT_FALSE(host.rebooting()) << host.ShortDebugString();
   EXPECT_TRUE(host.rebooting_for_run().empty());
@@ -301,19 +276,19 @@ TEST_F(ControllerSeamsTest, HostsSayWhichJobTheyRunAndWhetherTheyAreRebooting) {
 
 TEST_F(ControllerSeamsTest, SnapshotCountsAgentsRunsJobsAndTheQueue) {
   FakeChannel connecting, idle, running, locked, gone;
-  ASSERT_TRUE(controller_->Register(&gone, Hello("gone")).ok());
-  controller_->Unregister(&gone);
-  ASSERT_TRUE(controller_->Register(&connecting, Hello("connecting")).ok());
-  ASSERT_TRUE(controller_->Register(&running, Hello("running")).ok());
+  ASSERT_TRUE(agents().Register(&gone, Hello("gone")).ok());
+  agents().Unregister(&gone);
+  ASSERT_TRUE(agents().Register(&connecting, Hello("connecting")).ok());
+  ASSERT_TRUE(agents().Register(&running, Hello("running")).ok());
   Idle(running);
   Submit(
       "name: two\nbenchmark: pipetest\nparams: {loops: 1000}\niterations: 3\n"
       "arms: [{name: a}]\n");
   ASSERT_EQ(running.Count(v1::ControllerMessage::kAssignment), 1);
-  ASSERT_TRUE(controller_->Register(&idle, Hello("idle")).ok());
-  ASSERT_TRUE(controller_->Register(&locked, Hello("locked", "boot-A", false)).ok());
+  ASSERT_TRUE(agents().Register(&idle, Hello("idle")).ok());
+  ASSERT_TRUE(agents().Register(&locked, Hello("locked", "boot-A", false)).ok());
 
-  absl::StatusOr<FleetSnapshot> snapshot = controller_->Snapshot();
+  absl::StatusOr<FleetSnapshot> snapshot = runs().Snapshot();
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
   // "idle" took no job: the run's one slot belongs to "running". Without an idle heartbeat
   // both it and "locked" are still connecting.
@@ -329,7 +304,7 @@ TEST_F(ControllerSeamsTest, SnapshotCountsAgentsRunsJobsAndTheQueue) {
   EXPECT_EQ(snapshot->queue_depth, 2u);
 
   Idle(idle);
-  snapshot = controller_->Snapshot();
+  snapshot = runs().Snapshot();
   EXPECT_EQ(snapshot->agents[AgentState::kIdle], 1u);
   EXPECT_EQ(AgentStateName(AgentState::kDisconnected), "disconnected");
 }
@@ -340,12 +315,12 @@ class ReentrantObserver : public FleetObserver {
  public:
   explicit ReentrantObserver(Controller*& controller) : controller_(controller) {}
   void OnAgentConnected(const std::string& agent_id, const v1::HostInfo&) override {
-    absl::StatusOr<v1::ListHostsResponse> hosts = controller_->ListHosts();
+    absl::StatusOr<v1::ListHostsResponse> hosts = controller_->runs().ListHosts();
     absl::MutexLock lock(&mu_);
     hosts_seen_ = hosts.ok() ? hosts->hosts_size() : -1;
   }
   void OnRunFinished(const v1::Run& run) override {
-    absl::StatusOr<v1::Run> again = controller_->GetRun(run.id());
+    absl::StatusOr<v1::Run> again = controller_->runs().GetRun(run.id());
     absl::MutexLock lock(&mu_);
     finished_ = again.ok() ? again->state() : v1::RUN_STATE_UNSPECIFIED;
   }
@@ -368,13 +343,12 @@ TEST_F(ControllerSeamsTest, ObserversMayCallTheControllerFromTheirThread) {
   controller_.reset();
   Controller* self = nullptr;
   ReentrantObserver observer(self);
-  controller_ =
-      std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
+  controller_ = std::make_unique<ControllerImpl>(*store_, ControllerOptions{}, clock_);
   self = controller_.get();
   controller_->AddObserver(&observer);
   controller_->Start();
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1")).ok());
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1")).ok());
   Idle(channel);
   Submit(kOneJob);
   ASSERT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 1);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/core/controller.h"
+#include "controller/core/controller_fixture_for_test.h"
 
 namespace tlbfleet::core {
 namespace {
@@ -24,19 +24,9 @@ class Channel : public AgentChannel {
   std::vector<v1::JobAssignment> assignments;
 };
 
-class ControllerSweepTest : public ::testing::Test {
+class ControllerSweepTest : public ControllerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-ctl-sweep-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
-    controller_ =
-        std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ControllerFixture::SetUp(); }
 
   // A host of `packages` x 4 cores x 2 SMT threads, one LLC and NUMA node per package.
   static v1::Hello Hello(const std::string& id, uint32_t packages) {
@@ -56,36 +46,26 @@ class ControllerSweepTest : public ::testing::Test {
     t->set_cpus_per_numa_node(8);
     return hello;
   }
-  void Idle(Channel& channel) {
-    v1::AgentMessage m;
-    m.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
-    controller_->OnMessage(&channel, m);
-  }
   // Completes the channel's last assignment with one sample; the next one follows.
   void Complete(Channel& channel) {
     const v1::JobAssignment a = channel.assignments.back();
     v1::AgentMessage batch;
     batch.mutable_samples()->set_lease_id(a.lease_id());
     batch.mutable_samples()->add_samples()->set_metric("records_per_sec");
-    controller_->OnMessage(&channel, batch);
+    agents().OnMessage(&channel, batch);
     v1::AgentMessage done;
     done.mutable_complete()->set_lease_id(a.lease_id());
     done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
     done.mutable_complete()->set_sample_count(1);
-    controller_->OnMessage(&channel, done);
+    agents().OnMessage(&channel, done);
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 TEST_F(ControllerSweepTest, EachHostSweepsItsOwnTopology) {
   Channel one, two;
-  ASSERT_TRUE(controller_->Register(&one, Hello("one", 1)).ok());  // 8 CPUs
-  ASSERT_TRUE(controller_->Register(&two, Hello("two", 2)).ok());  // 16 CPUs
-  absl::StatusOr<v1::SubmitRunResponse> submitted = controller_->Submit(
+  ASSERT_TRUE(agents().Register(&one, Hello("one", 1)).ok());  // 8 CPUs
+  ASSERT_TRUE(agents().Register(&two, Hello("two", 2)).ok());  // 16 CPUs
+  absl::StatusOr<v1::SubmitRunResponse> submitted = runs().Submit(
       "name: topo\nbenchmark: ebizzy\nparams: {seconds: 1}\n"
       "sweep: {threads: {policy: topology, max: 2*ncpus}}\n"
       "arms: [{name: a}]\nhosts: {count: 2}\n",
@@ -102,27 +82,27 @@ TEST_F(ControllerSweepTest, EachHostSweepsItsOwnTopology) {
   EXPECT_EQ(values_one, (std::vector<std::string>{"1", "2", "8", "16"}));
   EXPECT_EQ(values_two, (std::vector<std::string>{"1", "2", "8", "16", "32"}));
   EXPECT_EQ(two.assignments.back().params().at("threads"), "32");
-  absl::StatusOr<v1::Run> run = controller_->GetRun(submitted->run_id());
+  absl::StatusOr<v1::Run> run = runs().GetRun(submitted->run_id());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->jobs().total(), 9u);
   EXPECT_EQ(run->state(), v1::RUN_STATE_RUNNING);
   Complete(one);
   Complete(two);
-  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(runs().GetRun(submitted->run_id())->state(), v1::RUN_STATE_SUCCEEDED);
 }
 
 TEST_F(ControllerSweepTest, ASweepOutOfBoundsOnTheHostFailsTheRunNamingIt) {
   Channel big;
   v1::Hello hello = Hello("big", 1);
   hello.mutable_host()->mutable_topology()->set_cpus(4096);
-  ASSERT_TRUE(controller_->Register(&big, hello).ok());
-  absl::StatusOr<v1::SubmitRunResponse> submitted = controller_->Submit(
+  ASSERT_TRUE(agents().Register(&big, hello).ok());
+  absl::StatusOr<v1::SubmitRunResponse> submitted = runs().Submit(
       "name: big\nbenchmark: ebizzy\nsweep: {threads: {policy: fib, max: 2*ncpus}}\n"
       "arms: [{name: a}]\n",
       "big.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   Idle(big);
-  absl::StatusOr<v1::Run> run = controller_->GetRun(submitted->run_id());
+  absl::StatusOr<v1::Run> run = runs().GetRun(submitted->run_id());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_EQ(run->error(),

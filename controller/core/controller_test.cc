@@ -1,5 +1,3 @@
-#include "controller/core/controller.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,44 +5,15 @@
 #include <set>
 #include <vector>
 
+#include "controller/core/controller_fixture_for_test.h"
+#include "controller/core/fake_channel_for_test.h"
+
 namespace tlbfleet::core {
 namespace {
 
-class FakeChannel : public AgentChannel {
- public:
-  void Send(const v1::ControllerMessage& message) override { sent.push_back(message); }
-  std::string Peer() const override { return "fake"; }
-  void Close(const absl::Status& status) override {
-    if (closed.ok()) closed = status;
-  }
-  absl::Status closed;
-  int Count(v1::ControllerMessage::BodyCase body) const {
-    int n = 0;
-    for (const auto& m : sent) n += m.body_case() == body ? 1 : 0;
-    return n;
-  }
-  const v1::JobAssignment* LastAssignment() const {
-    for (auto it = sent.rbegin(); it != sent.rend(); ++it) {
-      if (it->has_assignment()) return &it->assignment();
-    }
-    return nullptr;
-  }
-  std::vector<v1::ControllerMessage> sent;
-};
-
-class ControllerTest : public ::testing::Test {
+class ControllerTest : public ControllerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-ctl-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
-    controller_ =
-        std::make_unique<Controller>(*store_, ControllerOptions{}, [this] { return now_ms_; });
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ControllerFixture::SetUp(); }
 
   static v1::Hello Hello(const std::string& id, bool ceiling_writable,
                          std::map<std::string, std::string> labels = {}) {
@@ -63,11 +32,6 @@ class ControllerTest : public ::testing::Test {
     m.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
     return m;
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<Controller> controller_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 constexpr char kCeilingSpec[] =
@@ -76,11 +40,11 @@ constexpr char kCeilingSpec[] =
 
 TEST_F(ControllerTest, CeilingRunFailsAtOnceWhenTheOnlyHostIsLockedDown) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", /*ceiling_writable=*/false)).ok());
-  controller_->OnMessage(&channel, Idle());
-  auto submitted = controller_->Submit(kCeilingSpec, "c.yaml");
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", /*ceiling_writable=*/false)).ok());
+  agents().OnMessage(&channel, Idle());
+  auto submitted = runs().Submit(kCeilingSpec, "c.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("kernel lockdown (integrity)"), std::string::npos) << run->error();
@@ -89,13 +53,13 @@ TEST_F(ControllerTest, CeilingRunFailsAtOnceWhenTheOnlyHostIsLockedDown) {
 
 TEST_F(ControllerTest, CeilingRunGoesOnlyToTheHostThatCanWriteIt) {
   FakeChannel locked, open;
-  ASSERT_TRUE(controller_->Register(&locked, Hello("locked", false)).ok());
-  ASSERT_TRUE(controller_->Register(&open, Hello("open", true)).ok());
-  controller_->OnMessage(&locked, Idle());
-  auto submitted = controller_->Submit(kCeilingSpec, "c.yaml");
+  ASSERT_TRUE(agents().Register(&locked, Hello("locked", false)).ok());
+  ASSERT_TRUE(agents().Register(&open, Hello("open", true)).ok());
+  agents().OnMessage(&locked, Idle());
+  auto submitted = runs().Submit(kCeilingSpec, "c.yaml");
   ASSERT_TRUE(submitted.ok());
-  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_QUEUED);
-  controller_->OnMessage(&open, Idle());
+  EXPECT_EQ(runs().GetRun(submitted->run_id())->state(), v1::RUN_STATE_QUEUED);
+  agents().OnMessage(&open, Idle());
   EXPECT_EQ(locked.Count(v1::ControllerMessage::kAssignment), 0);
   ASSERT_NE(open.LastAssignment(), nullptr);
   EXPECT_EQ(open.LastAssignment()->ceiling(), "1");
@@ -103,27 +67,27 @@ TEST_F(ControllerTest, CeilingRunGoesOnlyToTheHostThatCanWriteIt) {
 
 TEST_F(ControllerTest, RunWaitsForAHostWithTheSelectedLabel) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true, {{"rack", "b"}})).ok());
-  controller_->OnMessage(&channel, Idle());
-  auto submitted = controller_->Submit(
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true, {{"rack", "b"}})).ok());
+  agents().OnMessage(&channel, Idle());
+  auto submitted = runs().Submit(
       "name: l\nbenchmark: ebizzy\narms: [{name: a}]\nhosts: {labels: {rack: a}}\n", "l.yaml");
   ASSERT_TRUE(submitted.ok());
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(runs().GetRun(submitted->run_id())->state(), v1::RUN_STATE_QUEUED);
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 0);
 }
 
 TEST_F(ControllerTest, OneJobAtATimeAndTheNextAfterCompletion) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true)).ok());
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kWelcome), 1);
-  auto submitted = controller_->Submit(
-      "name: two\nbenchmark: ebizzy\niterations: 2\narms: [{name: a}]\n", "two.yaml");
+  auto submitted =
+      runs().Submit("name: two\nbenchmark: ebizzy\niterations: 2\narms: [{name: a}]\n", "two.yaml");
   ASSERT_TRUE(submitted.ok());
   // Not dispatched before the agent says it is idle (it may still be replaying its spool).
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 0);
-  controller_->OnMessage(&channel, Idle());
-  controller_->OnMessage(&channel, Idle());
+  agents().OnMessage(&channel, Idle());
+  agents().OnMessage(&channel, Idle());
   controller_->Tick();
   ASSERT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 1);
   const v1::JobAssignment first = *channel.LastAssignment();
@@ -133,12 +97,12 @@ TEST_F(ControllerTest, OneJobAtATimeAndTheNextAfterCompletion) {
   v1::Sample* s = batch.mutable_samples()->add_samples();
   s->set_metric("records_per_sec");
   s->set_value(5);
-  controller_->OnMessage(&channel, batch);
+  agents().OnMessage(&channel, batch);
   v1::AgentMessage done;
   done.mutable_complete()->set_lease_id(first.lease_id());
   done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
   done.mutable_complete()->set_sample_count(1);
-  controller_->OnMessage(&channel, done);
+  agents().OnMessage(&channel, done);
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kSampleAck), 1);
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kCompletionAck), 1);
   ASSERT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 2);
@@ -147,14 +111,14 @@ TEST_F(ControllerTest, OneJobAtATimeAndTheNextAfterCompletion) {
 
 TEST_F(ControllerTest, ExpiredLeaseIsCancelledOnTheAgentAndRequeued) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
-  auto submitted = controller_->Submit("name: e\nbenchmark: ebizzy\narms: [{name: a}]\n", "e.yaml");
-  controller_->OnMessage(&channel, Idle());
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true)).ok());
+  auto submitted = runs().Submit("name: e\nbenchmark: ebizzy\narms: [{name: a}]\n", "e.yaml");
+  agents().OnMessage(&channel, Idle());
   ASSERT_EQ(channel.Count(v1::ControllerMessage::kAssignment), 1);
-  now_ms_ += ControllerOptions{}.lease_ms + 1;
+  AdvanceMs(ControllerOptions{}.lease_ms + 1);
   controller_->Tick();
   EXPECT_EQ(channel.Count(v1::ControllerMessage::kCancel), 1);
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   EXPECT_EQ(run->jobs().queued() + run->jobs().running(), 1u);
 }
 
@@ -162,16 +126,16 @@ TEST_F(ControllerTest, RefusesOtherProtocolVersionsAndEmptyIds) {
   FakeChannel channel;
   v1::Hello hello = Hello("a1", true);
   hello.set_protocol_version(v1::PROTOCOL_VERSION_UNSPECIFIED);
-  EXPECT_EQ(controller_->Register(&channel, hello).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(agents().Register(&channel, hello).code(), absl::StatusCode::kFailedPrecondition);
   hello = Hello("", true);
-  EXPECT_EQ(controller_->Register(&channel, hello).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(agents().Register(&channel, hello).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ControllerTest, CompareRefusesAnUnknownBaselineNamingTheField) {
   auto submitted =
-      controller_->Submit("name: b\nbenchmark: ebizzy\narms: [{name: a}, {name: b}]\n", "b.yaml");
+      runs().Submit("name: b\nbenchmark: ebizzy\narms: [{name: a}, {name: b}]\n", "b.yaml");
   ASSERT_TRUE(submitted.ok());
-  auto compare = controller_->Compare(submitted->run_id(), "zzz");
+  auto compare = runs().Compare(submitted->run_id(), "zzz");
   ASSERT_FALSE(compare.ok());
   EXPECT_NE(compare.status().message().find("baseline"), std::string::npos);
 }
@@ -203,21 +167,21 @@ void CompleteLast(Controller& controller, FakeChannel& channel, const std::strin
   s->set_value(value);
   s->set_better(v1::BETTER_LOWER);
   s->set_boot_id(boot);  // the agent stamps its boot on every sample
-  controller.OnMessage(&channel, batch);
+  controller.agents().OnMessage(&channel, batch);
   v1::AgentMessage done;
   done.mutable_complete()->set_lease_id(a.lease_id());
   done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
   done.mutable_complete()->set_sample_count(1);
-  controller.OnMessage(&channel, done);
+  controller.agents().OnMessage(&channel, done);
 }
 
 TEST_F(ControllerTest, MultiBootRunFailsAtOnceWhenNoSelectedHostCanReboot) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
-  controller_->OnMessage(&channel, Idle());
-  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true)).ok());
+  agents().OnMessage(&channel, Idle());
+  auto submitted = runs().Submit(kTwoBootSpec, "b.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("cannot reboot (its agent has no --reboot-command)"),
             std::string::npos)
@@ -227,10 +191,10 @@ TEST_F(ControllerTest, MultiBootRunFailsAtOnceWhenNoSelectedHostCanReboot) {
 
 TEST_F(ControllerTest, HostRebootsBetweenBootsAndRunsTheNextBootOnTheNewOne) {
   FakeChannel first;
-  ASSERT_TRUE(controller_->Register(&first, RebootableHello("a1", "boot-A")).ok());
-  auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+  ASSERT_TRUE(agents().Register(&first, RebootableHello("a1", "boot-A")).ok());
+  auto submitted = runs().Submit(kTwoBootSpec, "b.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  controller_->OnMessage(&first, Idle());
+  agents().OnMessage(&first, Idle());
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(first.Count(v1::ControllerMessage::kAssignment), i + 1);
     EXPECT_EQ(first.LastAssignment()->boot_index(), 0u);
@@ -239,24 +203,24 @@ TEST_F(ControllerTest, HostRebootsBetweenBootsAndRunsTheNextBootOnTheNewOne) {
   // Boot 0 is done: the host is asked to reboot, and idle heartbeats do not change that.
   ASSERT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
   EXPECT_EQ(first.sent.back().reboot().boot_id(), "boot-A");
-  controller_->OnMessage(&first, Idle());
+  agents().OnMessage(&first, Idle());
   controller_->Tick();
   EXPECT_EQ(first.Count(v1::ControllerMessage::kAssignment), 2);
   EXPECT_EQ(first.Count(v1::ControllerMessage::kReboot), 1);
 
-  controller_->Unregister(&first);
+  agents().Unregister(&first);
   FakeChannel second;
-  ASSERT_TRUE(controller_->Register(&second, RebootableHello("a1", "boot-B")).ok());
-  controller_->OnMessage(&second, Idle());
+  ASSERT_TRUE(agents().Register(&second, RebootableHello("a1", "boot-B")).ok());
+  agents().OnMessage(&second, Idle());
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(second.Count(v1::ControllerMessage::kAssignment), i + 1);
     EXPECT_EQ(second.LastAssignment()->boot_index(), 1u);
     CompleteLast(*controller_, second, "usecs_per_op", 5, "boot-B");
   }
   EXPECT_EQ(second.Count(v1::ControllerMessage::kReboot), 0);
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
-  auto samples = controller_->GetResults(submitted->run_id());
+  auto samples = runs().GetResults(submitted->run_id());
   ASSERT_TRUE(samples.ok());
   ASSERT_EQ(samples->samples_size(), 4);
   std::set<std::string> boots;
@@ -269,11 +233,11 @@ TEST_F(ControllerTest, HostRebootsBetweenBootsAndRunsTheNextBootOnTheNewOne) {
 class ControllerRebootTest : public ControllerTest {
  protected:
   void RunFirstBootUntilRebootRequest(FakeChannel& channel, std::string* run_id) {
-    ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
-    auto submitted = controller_->Submit(kTwoBootSpec, "b.yaml");
+    ASSERT_TRUE(agents().Register(&channel, RebootableHello("a1", "boot-A")).ok());
+    auto submitted = runs().Submit(kTwoBootSpec, "b.yaml");
     ASSERT_TRUE(submitted.ok()) << submitted.status();
     *run_id = submitted->run_id();
-    controller_->OnMessage(&channel, Idle());
+    agents().OnMessage(&channel, Idle());
     CompleteLast(*controller_, channel, "usecs_per_op", 5);
     CompleteLast(*controller_, channel, "usecs_per_op", 5);
     ASSERT_EQ(channel.Count(v1::ControllerMessage::kReboot), 1);
@@ -285,12 +249,12 @@ TEST_F(ControllerRebootTest, AHostThatKeepsComingBackOnTheSameBootFailsTheRun) {
   std::string run_id;
   ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
   for (int reconnect = 0; reconnect < 2; ++reconnect) {
-    controller_->Unregister(&channel);
+    agents().Unregister(&channel);
     channel.sent.clear();
-    ASSERT_TRUE(controller_->Register(&channel, RebootableHello("a1", "boot-A")).ok());
-    controller_->OnMessage(&channel, Idle());
+    ASSERT_TRUE(agents().Register(&channel, RebootableHello("a1", "boot-A")).ok());
+    agents().OnMessage(&channel, Idle());
   }
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("did not reboot"), std::string::npos) << run->error();
 }
@@ -301,8 +265,8 @@ TEST_F(ControllerRebootTest, AnAgentThatCannotCarryOutTheRebootFailsTheRunWithIt
   ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
   v1::AgentMessage note;
   note.mutable_progress()->set_message("reboot failed: reboot(2): Operation not permitted");
-  controller_->OnMessage(&channel, note);
-  auto run = controller_->GetRun(run_id);
+  agents().OnMessage(&channel, note);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("could not reboot: reboot failed: reboot(2)"), std::string::npos)
       << run->error();
@@ -312,12 +276,12 @@ TEST_F(ControllerRebootTest, ARebootThatNeverHappensFailsTheRunAfterTheTimeout) 
   FakeChannel channel;
   std::string run_id;
   ASSERT_NO_FATAL_FAILURE(RunFirstBootUntilRebootRequest(channel, &run_id));
-  now_ms_ += ControllerOptions{}.reboot_timeout_ms - 1;
+  AdvanceMs(ControllerOptions{}.reboot_timeout_ms - 1);
   controller_->Tick();
-  EXPECT_EQ(controller_->GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
-  now_ms_ += 2;
+  EXPECT_EQ(runs().GetRun(run_id)->state(), v1::RUN_STATE_RUNNING);
+  AdvanceMs(2);
   controller_->Tick();
-  auto run = controller_->GetRun(run_id);
+  auto run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("did not reboot within 180 s"), std::string::npos) << run->error();
 }
@@ -326,19 +290,19 @@ TEST_F(ControllerRebootTest, ARebootThatNeverHappensFailsTheRunAfterTheTimeout) 
 
 TEST_F(ControllerTest, AdaptiveRunStopsAtOnceWhenTheArmsAreExactlyAlike) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
-  auto submitted = controller_->Submit(
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true)).ok());
+  auto submitted = runs().Submit(
       "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
       "iterations: {min: 10, max: 30, target_ci: 1%}\n"
       "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
       "ad.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  controller_->OnMessage(&channel, Idle());
+  agents().OnMessage(&channel, Idle());
   // A one-boot row settles only with 10 iterations per arm (docs/statistics.md).
   for (int i = 0; i < 20; ++i) CompleteLast(*controller_, channel, "usecs_per_op", 5);
-  EXPECT_EQ(controller_->GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(runs().GetRun(submitted->run_id())->state(), v1::RUN_STATE_RUNNING);
   controller_->DecideAdaptiveRunsForTest();
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(run->adaptive_rounds(), 0u);
   EXPECT_NE(run->stop_reason().find("after 10 iterations x 1 boot per arm"), std::string::npos)
@@ -347,14 +311,14 @@ TEST_F(ControllerTest, AdaptiveRunStopsAtOnceWhenTheArmsAreExactlyAlike) {
 
 TEST_F(ControllerTest, AdaptiveRunAddsIterationsWhileTheComparisonIsOpenThenStopsAtMax) {
   FakeChannel channel;
-  ASSERT_TRUE(controller_->Register(&channel, Hello("a1", true)).ok());
-  auto submitted = controller_->Submit(
+  ASSERT_TRUE(agents().Register(&channel, Hello("a1", true)).ok());
+  auto submitted = runs().Submit(
       "name: ad\nbenchmark: pipetest\nparams: {loops: 1000}\n"
       "iterations: {min: 2, max: 5, target_ci: 0.1%}\n"
       "arms: [{name: a}, {name: b, params: {loops: 2000}}]\n",
       "ad.yaml");
   ASSERT_TRUE(submitted.ok()) << submitted.status();
-  controller_->OnMessage(&channel, Idle());
+  agents().OnMessage(&channel, Idle());
   // Noisy and overlapping: 4, 6, 4, 6, ... in both arms.
   int done = 0;
   auto complete_all = [&] {
@@ -369,7 +333,7 @@ TEST_F(ControllerTest, AdaptiveRunAddsIterationsWhileTheComparisonIsOpenThenStop
     controller_->DecideAdaptiveRunsForTest();
     complete_all();
   }
-  auto run = controller_->GetRun(submitted->run_id());
+  auto run = runs().GetRun(submitted->run_id());
   EXPECT_EQ(run->state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(run->iterations_per_boot(), 5u);
   EXPECT_GE(run->adaptive_rounds(), 1u);

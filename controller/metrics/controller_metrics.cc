@@ -43,7 +43,7 @@ const std::vector<double>& DispatchSeconds() {
 
 }  // namespace
 
-ControllerMetrics::ControllerMetrics(core::Controller& facade, ControllerMetricsOptions options)
+ControllerMetrics::ControllerMetrics(core::RunService& facade, ControllerMetricsOptions options)
     : facade_(facade),
       options_(std::move(options)),
       registry_(std::make_shared<prometheus::Registry>()),

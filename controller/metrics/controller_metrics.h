@@ -36,8 +36,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/core/controller.h"
 #include "controller/core/observer.h"
+#include "controller/core/run_service.h"
 
 namespace tlbfleet::metrics {
 
@@ -56,7 +56,7 @@ struct ControllerMetricsOptions {
 
 class ControllerMetrics final : public core::FleetObserver {
  public:
-  ControllerMetrics(core::Controller& facade, ControllerMetricsOptions options);
+  ControllerMetrics(core::RunService& facade, ControllerMetricsOptions options);
   ~ControllerMetrics() override;  // finishes the queued analyses
 
   // The text exposition of every family, with the state gauges read from the facade now.
@@ -87,7 +87,7 @@ class ControllerMetrics final : public core::FleetObserver {
   void Analyse(const v1::Run& run);
   void SetHeadline(const prometheus::Labels& labels, double value);
 
-  core::Controller& facade_;
+  core::RunService& facade_;
   const ControllerMetricsOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
 

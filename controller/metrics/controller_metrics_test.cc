@@ -9,28 +9,17 @@
 
 #include <filesystem>
 
+#include "controller/core/controller_fixture_for_test.h"
 #include "controller/core/fake_channel_for_test.h"
 
 namespace tlbfleet::metrics {
 namespace {
 
-class ControllerMetricsTest : public ::testing::Test {
+class ControllerMetricsTest : public core::ControllerFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tlbfleet-metrics-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    // Synchronous writes, as the core's own unit tests: a job is dispatched within the call.
-    store_ = *store::Store::Open((dir_ / "fleet.db").string(), {.writer_thread = false});
-    controller_ = std::make_unique<core::Controller>(*store_, core::ControllerOptions{},
-                                                     [this] { return now_ms_; });
-  }
   void TearDown() override {
     metrics_.reset();
-    controller_.reset();
-    std::filesystem::remove_all(dir_);
+    ControllerFixture::TearDown();
   }
   void MakeMetrics(
       size_t max_headline_series = 1000,
@@ -41,7 +30,7 @@ class ControllerMetricsTest : public ::testing::Test {
     options.primary_metric = [](const std::string& benchmark) {
       return benchmark == "pipetest" ? std::string("usecs_per_op") : std::string();
     };
-    metrics_ = std::make_unique<ControllerMetrics>(*controller_, options);
+    metrics_ = std::make_unique<ControllerMetrics>(controller_->runs(), options);
     controller_->AddObserver(metrics_.get());
   }
   void Connect() {
@@ -50,10 +39,10 @@ class ControllerMetricsTest : public ::testing::Test {
     hello.set_agent_id("a1");
     hello.mutable_host()->set_hostname("host-a1");
     hello.mutable_host()->set_boot_id("boot");
-    ASSERT_TRUE(controller_->Register(&channel_, hello).ok());
+    ASSERT_TRUE(agents().Register(&channel_, hello).ok());
     v1::AgentMessage idle;
     idle.mutable_heartbeat()->set_state(v1::AGENT_STATE_IDLE);
-    controller_->OnMessage(&channel_, idle);
+    agents().OnMessage(&channel_, idle);
   }
   // Runs every job of `run_id` on the fake agent; arm `slow` measures `slow_value`.
   void RunAll(double fast_value, double slow_value) {
@@ -70,32 +59,27 @@ class ControllerMetricsTest : public ::testing::Test {
                                                    : slow_value + job.iteration() * 0.01);
       s->set_better(v1::BETTER_LOWER);
       s->set_microarch("Zen 3");
-      controller_->OnMessage(&channel_, batch);
+      agents().OnMessage(&channel_, batch);
       v1::AgentMessage done;
       done.mutable_complete()->set_lease_id(job.lease_id());
       done.mutable_complete()->set_status(v1::JOB_STATUS_SUCCEEDED);
       done.mutable_complete()->set_sample_count(1);
       done.mutable_complete()->set_elapsed_seconds(3);
-      controller_->OnMessage(&channel_, done);
+      agents().OnMessage(&channel_, done);
     }
     controller_->DeliverObserverCallsForTest();
   }
   std::string Submit(const std::string& fast, const std::string& slow) {
-    auto r =
-        controller_->Submit("name: m\nbenchmark: pipetest\niterations: 6\narms: [{name: " + slow +
-                                "}, {name: " + fast + "}]\n",
-                            "m.yaml");
+    auto r = runs().Submit("name: m\nbenchmark: pipetest\niterations: 6\narms: [{name: " + slow +
+                               "}, {name: " + fast + "}]\n",
+                           "m.yaml");
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->run_id() : "";
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<core::Controller> controller_;
   std::unique_ptr<ControllerMetrics> metrics_;
   core::FakeChannel channel_;
   std::string last_lease_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 bool Has(const std::string& text, const std::string& line) {
@@ -219,7 +203,7 @@ TEST_F(ControllerMetricsTest, NightlyStoreErrorsAreReadAtScrapeTime) {
   std::map<std::string, uint64_t> errors;
   ControllerMetricsOptions options;
   options.nightly_store_errors = [&] { return errors; };
-  metrics_ = std::make_unique<ControllerMetrics>(*controller_, options);
+  metrics_ = std::make_unique<ControllerMetrics>(controller_->runs(), options);
   std::string first = metrics_->Render();
   // Both series from the start, so that rate() sees the first failure.
   EXPECT_TRUE(Has(first, "tlbfleet_nightly_store_errors_total{op=\"read\"} 0")) << first;

@@ -72,7 +72,7 @@ v1::ChangeInterval Interval(double estimate, double low, double high) {
 
 }  // namespace
 
-Nightly::Nightly(core::Controller& controller, store::NightlyStore& store, NightlyOptions options)
+Nightly::Nightly(core::RunService& controller, store::NightlyStore& store, NightlyOptions options)
     : controller_(controller),
       store_(store),
       options_(std::move(options)),

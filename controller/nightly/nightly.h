@@ -41,7 +41,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "controller/bisect/bisection.h"
-#include "controller/core/controller.h"
+#include "controller/core/observer.h"
+#include "controller/core/run_service.h"
 #include "controller/nightly/regression.h"
 #include "controller/nightly/series_label.h"
 #include "controller/store/nightly_store.h"
@@ -76,7 +77,7 @@ struct NightlyStoreErrors {
 
 class Nightly : public core::FleetObserver {
  public:
-  Nightly(core::Controller& controller, store::NightlyStore& store, NightlyOptions options = {});
+  Nightly(core::RunService& controller, store::NightlyStore& store, NightlyOptions options = {});
   ~Nightly() override;
   Nightly(const Nightly&) = delete;
   Nightly& operator=(const Nightly&) = delete;
@@ -184,7 +185,7 @@ class Nightly : public core::FleetObserver {
 
   int64_t NowMs() const;
 
-  core::Controller& controller_;
+  core::RunService& controller_;
   store::NightlyStore& store_;
   const NightlyOptions options_;
   const bisect::StepComparator comparator_;

@@ -70,13 +70,13 @@ class NightlyFaultsTest : public NightlyTest {
   std::vector<v1::Run> Runs() {
     v1::ListRunsRequest all;
     all.set_limit(1000);
-    absl::StatusOr<v1::ListRunsResponse> runs = controller_->ListRuns(all);
+    absl::StatusOr<v1::ListRunsResponse> runs = controller_->runs().ListRuns(all);
     EXPECT_TRUE(runs.ok()) << runs.status();
     if (!runs.ok()) return {};
     return std::vector<v1::Run>(runs->runs().begin(), runs->runs().end());
   }
   bool Succeeded(const std::string& run_id) {
-    absl::StatusOr<v1::Run> run = controller_->GetRun(run_id);
+    absl::StatusOr<v1::Run> run = controller_->runs().GetRun(run_id);
     return run.ok() && run->state() == v1::RUN_STATE_SUCCEEDED;
   }
   bool Seen(const std::string& run_id) {

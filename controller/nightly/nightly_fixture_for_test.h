@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "common/clock.h"
+#include "controller/core/controller_impl.h"
 #include "controller/nightly/nightly.h"
 #include "controller/nightly/sim_lab_for_test.h"
 #include "controller/store/store.h"
@@ -100,16 +101,16 @@ class NightlyTest : public ::testing::Test {
     // from this thread and expects each assignment within the call that causes it.
     store_ = *store::Store::Open(Db(), {.writer_thread = false});
     nightly_store_ = *store::NightlyStore::Open(Db());
-    controller_ = std::make_unique<core::Controller>(
-        *store_, core::ControllerOptions{}, [this] { return absl::ToUnixMillis(clock_.Now()); });
+    controller_ =
+        std::make_unique<core::ControllerImpl>(*store_, core::ControllerOptions{}, clock_);
     NightlyOptions options;
     options.clock = &clock_;
     // The tests drive every pass by hand: work a failure left is redone at the next one.
     options.retry_min = absl::ZeroDuration();
     options.retry_max = absl::ZeroDuration();
-    nightly_ = std::make_unique<Nightly>(*controller_, *nightly_store_, options);
+    nightly_ = std::make_unique<Nightly>(controller_->runs(), *nightly_store_, options);
     controller_->AddObserver(nightly_.get());
-    lab_.Connect(*controller_);
+    lab_.Connect(controller_->agents());
   }
   // As a kill -9 would leave it: whatever was only in memory is gone.
   void Close() {
@@ -145,7 +146,7 @@ class NightlyTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::NightlyStore> nightly_store_;
-  std::unique_ptr<core::Controller> controller_;
+  std::unique_ptr<core::ControllerImpl> controller_;
   std::unique_ptr<Nightly> nightly_;
 };
 

@@ -26,7 +26,7 @@ TEST_F(NightlyTest, AMonthOfNightsFlagsTheSwitchOnceAndNothingBefore) {
     Settle([&] {
       auto s = nightly_->ListSchedules();
       return s.ok() && s->schedules(0).runs() == static_cast<uint32_t>(night + 1) &&
-             controller_->GetRun(s->schedules(0).last_run_id())->state() ==
+             controller_->runs().GetRun(s->schedules(0).last_run_id())->state() ==
                  v1::RUN_STATE_SUCCEEDED &&
              *nightly_store_->RunSeen(s->schedules(0).last_run_id());
     });
@@ -126,7 +126,7 @@ TEST_F(NightlyTest, ABisectionKilledMidStepResumesToTheSameAnswer) {
   Settle([&] {
     const v1::BisectState s = Bisect(started->id());
     return s.steps_size() >= 2 && !s.pending_run_id().empty() &&
-           controller_->GetRun(s.pending_run_id())->jobs().succeeded() > 0;
+           controller_->runs().GetRun(s.pending_run_id())->jobs().succeeded() > 0;
   });
   const std::string pending = Bisect(started->id()).pending_run_id();
   ASSERT_FALSE(pending.empty());
@@ -166,7 +166,7 @@ TEST_F(NightlyTest, ARunSubmittedJustBeforeACrashIsFoundByItsNameNotSubmittedTwi
   Open();
   nightly_->RunPendingForTest();
   EXPECT_EQ(Bisect(started->id()).pending_run_id(), first);
-  EXPECT_EQ(controller_->ListRuns(v1::ListRunsRequest())->runs_size(), 1);
+  EXPECT_EQ(controller_->runs().ListRuns(v1::ListRunsRequest())->runs_size(), 1);
   Settle([&] { return Bisect(started->id()).status() != v1::BISECT_RUNNING; });
   EXPECT_EQ(Bisect(started->id()).first_bad(), "e5");
 }
@@ -264,7 +264,7 @@ TEST_F(NightlyTest, BadInputIsRefusedNamingTheField) {
   EXPECT_THAT(bisect_error("e6, e7]", "e6, 'e 7']"), HasSubstr("entries[7]: 'e 7' is not"));
   // Nothing was started.
   EXPECT_EQ(nightly_->ListBisects(0)->bisects_size(), 0);
-  EXPECT_EQ(controller_->ListRuns(v1::ListRunsRequest())->runs_size(), 0);
+  EXPECT_EQ(controller_->runs().ListRuns(v1::ListRunsRequest())->runs_size(), 0);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #pragma once
 // A simulated lab for tests of the nightly unit (header-only, tests only): one host whose
-// agent is played in process against a real core::Controller and a real SQLite store. It
+// agent is played in process against a real controller core and a real SQLite store. It
 // takes the jobs the controller sends, answers each with samples whose value depends on the
 // boot entry the host is on, and "reboots" into the entry a RebootRequest names (a new
 // stream with a new boot_id). Entries are named e0, e1, ...; `value_of` decides what each
@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "controller/core/controller.h"
+#include "controller/core/agent_hub.h"
 #include "controller/stats/bootstrap.h"
 
 namespace tlbfleet::nightly {
@@ -57,7 +57,7 @@ class SimLab {
   std::map<std::string, std::string> releases;
 
   // Connects (or reconnects, after a controller restart) on the current boot.
-  void Connect(core::Controller& controller) {
+  void Connect(core::AgentHub& controller) {
     controller_ = &controller;
     channel_ = std::make_unique<Channel>();
     absl::Status s = controller.Register(channel_.get(), Hello());
@@ -156,7 +156,7 @@ class SimLab {
   const std::vector<std::string> entries_;
   const std::function<double(const std::string&)> value_of_;
   stats::Rng rng_;
-  core::Controller* controller_ = nullptr;
+  core::AgentHub* controller_ = nullptr;
   std::unique_ptr<Channel> channel_;
   std::string entry_;
   int boots_ = 0;

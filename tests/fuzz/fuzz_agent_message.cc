@@ -22,7 +22,8 @@
 #include <memory>
 #include <string>
 
-#include "controller/core/controller.h"
+#include "common/clock.h"
+#include "controller/core/controller_impl.h"
 #include "controller/core/fake_channel_for_test.h"
 #include "controller/store/store.h"
 
@@ -41,10 +42,9 @@ class Session {
     options.lease_ms = 10'000;
     options.heartbeat_ms = 2'500;
     options.reconnect_grace_ms = 30'000;
-    controller_ =
-        std::make_unique<tlbfleet::core::Controller>(*store_, options, [this] { return now_ms_; });
+    controller_ = std::make_unique<tlbfleet::core::ControllerImpl>(*store_, options, clock_);
     controller_->RecoverForTest();
-    run_id_ = controller_->Submit(kRun, "fuzz.yaml")->run_id();
+    run_id_ = controller_->runs().Submit(kRun, "fuzz.yaml")->run_id();
   }
   ~Session() {
     Close();
@@ -58,25 +58,25 @@ class Session {
     if (!hello.ParseFromArray(data, static_cast<int>(size))) return;
     Close();
     channel_ = std::make_unique<tlbfleet::core::FakeChannel>();
-    registered_ = controller_->Register(channel_.get(), hello).ok();
+    registered_ = controller_->agents().Register(channel_.get(), hello).ok();
   }
   void Message(const uint8_t* data, size_t size) {
     tlbfleet::v1::AgentMessage message;
     if (!registered_ || !message.ParseFromArray(data, static_cast<int>(size))) return;
-    controller_->OnMessage(channel_.get(), message);
+    controller_->agents().OnMessage(channel_.get(), message);
   }
   void Tick(size_t steps) {
-    now_ms_ += static_cast<int64_t>(steps) * 100;
+    clock_.Advance(absl::Milliseconds(static_cast<int64_t>(steps) * 100));
     controller_->Tick();
   }
   void Close() {
-    if (registered_) controller_->Unregister(channel_.get());
+    if (registered_) controller_->agents().Unregister(channel_.get());
     registered_ = false;
   }
   void Check() {
     Close();
     controller_->Tick();
-    if (!controller_->GetRun(run_id_).ok()) std::abort();
+    if (!controller_->runs().GetRun(run_id_).ok()) std::abort();
     sqlite3* db = nullptr;
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
@@ -96,12 +96,12 @@ class Session {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
   }
   std::string path_;
+  tlbfleet::FakeClock clock_{absl::FromUnixMillis(1'000'000)};
   std::unique_ptr<tlbfleet::store::Store> store_;
-  std::unique_ptr<tlbfleet::core::Controller> controller_;
+  std::unique_ptr<tlbfleet::core::ControllerImpl> controller_;
   std::unique_ptr<tlbfleet::core::FakeChannel> channel_;
   bool registered_ = false;
   std::string run_id_;
-  int64_t now_ms_ = 1'000'000;
 };
 
 }  // namespace

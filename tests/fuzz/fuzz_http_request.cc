@@ -22,12 +22,13 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "controller/api/auth.h"
 #include "controller/api/fleet_api.h"
 #include "controller/api/http_api.h"
 #include "controller/api/nightly_api.h"
 #include "controller/api/router.h"
-#include "controller/core/controller.h"
+#include "controller/core/controller_impl.h"
 #include "controller/nightly/nightly.h"
 #include "controller/store/auth_store.h"
 #include "controller/store/nightly_store.h"
@@ -48,15 +49,15 @@ class Service {
     store_ = *tlbfleet::store::Store::Open(path_, {.writer_thread = false});
     auth_store_ = *tlbfleet::store::AuthStore::Open(path_);
     nightly_store_ = *tlbfleet::store::NightlyStore::Open(path_);
-    controller_ = std::make_unique<tlbfleet::core::Controller>(
-        *store_, tlbfleet::core::ControllerOptions{}, [] { return int64_t{1'800'000'000'000}; });
+    controller_ = std::make_unique<tlbfleet::core::ControllerImpl>(
+        *store_, tlbfleet::core::ControllerOptions{}, clock_);
     controller_->RecoverForTest();
     api::AuthOptions auth_options;
     auth_options.loopback_only = true;  // no token exists: development mode
     auth_ = std::make_unique<api::Authenticator>(*auth_store_, auth_options);
     audit_ = std::make_unique<api::AuditLog>(*auth_store_, [] { return int64_t{1}; });
-    fleet_ = std::make_unique<api::FleetApi>(*controller_, *audit_);
-    nightly_ = std::make_unique<tlbfleet::nightly::Nightly>(*controller_, *nightly_store_);
+    fleet_ = std::make_unique<api::FleetApi>(controller_->runs(), *audit_);
+    nightly_ = std::make_unique<tlbfleet::nightly::Nightly>(controller_->runs(), *nightly_store_);
     nightly_api_ = std::make_unique<api::NightlyApi>(*nightly_, *audit_);
     api::HttpApiOptions options;
     options.nightly = nightly_api_.get();
@@ -116,7 +117,8 @@ class Service {
   std::unique_ptr<tlbfleet::store::Store> store_;
   std::unique_ptr<tlbfleet::store::AuthStore> auth_store_;
   std::unique_ptr<tlbfleet::store::NightlyStore> nightly_store_;
-  std::unique_ptr<tlbfleet::core::Controller> controller_;
+  tlbfleet::FakeClock clock_{absl::FromUnixMillis(1'800'000'000'000)};
+  std::unique_ptr<tlbfleet::core::ControllerImpl> controller_;
   std::unique_ptr<api::Authenticator> auth_;
   std::unique_ptr<api::AuditLog> audit_;
   std::unique_ptr<api::FleetApi> fleet_;

@@ -1,4 +1,4 @@
-#include "controller/api/admin_commands.h"
+#include "controller/admin/admin_commands.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <pwd.h>
@@ -15,7 +15,14 @@
 #include "controller/store/backup.h"
 #include "fmt/format.h"
 
-namespace tlbfleet::api {
+namespace tlbfleet::admin {
+
+// Tokens and the audit log are the transports' auth (controller/api/auth.h, credentials.h).
+using api::AuditLog;
+using api::Caller;
+using api::MakeToken;
+using api::NewToken;
+using api::SystemClockMs;
 
 namespace {
 
@@ -209,4 +216,4 @@ int BackupCommand(const std::string& db, const std::string& out_path, std::ostre
   return kExitOk;
 }
 
-}  // namespace tlbfleet::api
+}  // namespace tlbfleet::admin

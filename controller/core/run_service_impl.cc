@@ -1,11 +1,13 @@
-// The controller facade: the user API, run events and gauges.
+// The run service: the user API, run events and gauges (run_service.h).
+
+#include "controller/core/run_service_impl.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "controller/core/controller.h"
+#include "controller/core/workload_catalogue.h"
 #include "controller/report/arm_ceilings.h"
 #include "controller/report/compare.h"
 #include "controller/report/comparison.h"
@@ -34,8 +36,8 @@ std::string_view AgentStateName(AgentState state) {
   return "unknown";
 }
 
-absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec_yaml,
-                                                         const std::string& source) {
+absl::StatusOr<v1::SubmitRunResponse> RunServiceImpl::Submit(const std::string& spec_yaml,
+                                                             const std::string& source) {
   TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
                        scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
   std::vector<scheduler::JobPlan> jobs;
@@ -54,100 +56,55 @@ absl::StatusOr<v1::SubmitRunResponse> Controller::Submit(const std::string& spec
   v1::SubmitRunResponse response;
   response.set_run_id(run_id);
   response.set_jobs(static_cast<uint32_t>(jobs.size()));
-  Later later;
-  {
-    absl::MutexLock lock(&mu_);
-    work_since_ms_ = Now();
-    active_runs_.MarkStale(run_id);
-    DispatchAllLocked(later);
-  }
-  later.Run();
+  fleet_.OfferWork(run_id);
   return response;
 }
 
-void Controller::DecorateRunLocked(v1::Run& run) const {
-  *run.mutable_on_host_lost() = scheduler::EffectiveHostLostPolicy(run.spec());
-  for (v1::LostHost& wait : lost_hosts_.WaitingFor(run.id(), Now())) {
-    *run.add_waiting_for() = std::move(wait);
-  }
-}
-
-absl::StatusOr<v1::Run> Controller::GetRun(const std::string& run_id) {
+absl::StatusOr<v1::Run> RunServiceImpl::GetRun(const std::string& run_id) {
   TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
-  absl::MutexLock lock(&mu_);
-  DecorateRunLocked(run);
+  fleet_.DecorateRun(run);
   return run;
 }
 
-absl::StatusOr<v1::ListRunsResponse> Controller::ListRuns(const v1::ListRunsRequest& request) {
+absl::StatusOr<v1::ListRunsResponse> RunServiceImpl::ListRuns(const v1::ListRunsRequest& request) {
   TLB_ASSIGN_OR_RETURN(v1::ListRunsResponse response, store_.QueryRuns(request));
-  absl::MutexLock lock(&mu_);
-  for (v1::Run& run : *response.mutable_runs()) DecorateRunLocked(run);
+  for (v1::Run& run : *response.mutable_runs()) fleet_.DecorateRun(run);
   return response;
 }
 
-absl::StatusOr<v1::Run> Controller::CancelRun(const std::string& run_id) {
+absl::StatusOr<v1::Run> RunServiceImpl::CancelRun(const std::string& run_id) {
   TLB_ASSIGN_OR_RETURN(auto running, store_.CancelRun(run_id, Now()));
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [agent_id, lease_id] : running) {
-      if (Session* s = sessions_.Find(agent_id); s != nullptr) {
-        v1::ControllerMessage cancel;
-        cancel.mutable_cancel()->set_lease_id(lease_id);
-        cancel.mutable_cancel()->set_reason("run cancelled");
-        s->channel->Send(cancel);
-      }
-    }
-  }
+  fleet_.CancelLeases(running, "run cancelled");
   spdlog::info("run={} cancelled by user ({} running jobs told to stop)", run_id, running.size());
   return store_.GetRun(run_id);
 }
 
-absl::StatusOr<v1::ListHostsResponse> Controller::ListHosts() {
+absl::StatusOr<v1::ListHostsResponse> RunServiceImpl::ListHosts() {
   TLB_ASSIGN_OR_RETURN(std::vector<store::StoredHost> hosts, store_.ListHosts());
   v1::ListHostsResponse response;
-  absl::MutexLock lock(&mu_);
   for (store::StoredHost& h : hosts) {
     v1::Host* out = response.add_hosts();
     out->set_agent_id(h.agent_id);
     *out->mutable_info() = std::move(h.info);
     out->set_last_seen_unix(h.last_seen_ms / 1000);
-    if (const Session* s = sessions_.Find(h.agent_id); s != nullptr) {
-      out->set_connected(true);
-      out->set_current_lease(s->lease_id);
-    }
     if (!h.lease_id.empty()) {
-      if (out->current_lease().empty()) out->set_current_lease(h.lease_id);
+      out->set_current_lease(h.lease_id);
       out->set_current_run_id(h.lease_run_id);
       out->set_current_job_id(h.lease_job_id);
       out->set_current_benchmark(h.lease_benchmark);
       out->set_current_arm(h.lease_arm);
       out->set_current_iteration(static_cast<uint32_t>(h.lease_iteration));
     }
-    if (std::optional<store::RebootRecord> reboot = reboots_.Get(h.agent_id); reboot.has_value()) {
-      out->set_rebooting(true);
-      out->set_rebooting_for_run(reboot->run_id);
-    }
-    for (v1::LostHostRun& waiting : lost_hosts_.WaitingOn(h.agent_id, Now())) {
-      *out->add_waited_on_by() = std::move(waiting);
-    }
+    fleet_.DecorateHost(*out);
   }
   return response;
 }
 
-absl::StatusOr<v1::GetResultsResponse> Controller::GetResults(const std::string& run_id) {
+absl::StatusOr<v1::GetResultsResponse> RunServiceImpl::GetResults(const std::string& run_id) {
   TLB_ASSIGN_OR_RETURN(std::vector<v1::Sample> samples, store_.GetSamples(run_id));
   v1::GetResultsResponse response;
   for (v1::Sample& s : samples) *response.add_samples() = std::move(s);
   return response;
-}
-
-absl::StatusOr<v1::CompareResponse> Controller::Compare(const std::string& run_id,
-                                                        const std::string& baseline) {
-  v1::CompareRequest request;
-  request.set_run_id(run_id);
-  request.set_baseline(baseline);
-  return Compare(request);
 }
 
 namespace {
@@ -161,7 +118,7 @@ report::RunReportOptions ReportOptionsFromRequest(const v1::CompareRequest& requ
 
 }  // namespace
 
-absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest& request) {
+absl::StatusOr<v1::CompareResponse> RunServiceImpl::Compare(const v1::CompareRequest& request) {
   const std::string& run_id = request.run_id();
   TLB_ASSIGN_OR_RETURN(v1::Run run, store_.GetRun(run_id));
   TLB_ASSIGN_OR_RETURN(report::CompareOptions options, report::CompareOptionsFromRequest(request));
@@ -218,13 +175,15 @@ absl::StatusOr<v1::CompareResponse> Controller::Compare(const v1::CompareRequest
   return response;
 }
 
-absl::StatusOr<std::vector<v1::RunEvent>> Controller::RunEventsSince(const std::string& run_id,
-                                                                     uint64_t after_id,
-                                                                     uint32_t limit) {
+absl::StatusOr<std::vector<v1::RunEvent>> RunServiceImpl::RunEventsSince(const std::string& run_id,
+                                                                         uint64_t after_id,
+                                                                         uint32_t limit) {
   return store_.RunEventsSince(run_id, after_id, limit);
 }
 
-absl::StatusOr<FleetSnapshot> Controller::Snapshot() {
+const v1::ListWorkloadsResponse& RunServiceImpl::ListWorkloads() { return WorkloadCatalogue(); }
+
+absl::StatusOr<FleetSnapshot> RunServiceImpl::Snapshot() {
   TLB_ASSIGN_OR_RETURN(store::StoreCounts counts, store_.Counts());
   FleetSnapshot snapshot;
   for (AgentState s : {AgentState::kConnecting, AgentState::kIdle, AgentState::kRunning,
@@ -241,27 +200,7 @@ absl::StatusOr<FleetSnapshot> Controller::Snapshot() {
   for (const auto& [state, n] : counts.jobs) snapshot.jobs[state] += n;
   snapshot.queue_depth = counts.queued_jobs_of_active_runs;
 
-  absl::MutexLock lock(&mu_);
-  snapshot.runs_waiting_for_lost_host = lost_hosts_.RunsWaiting();
-  uint64_t away_rebooting = 0;
-  for (const std::string& id : reboots_.AskedAgentIds()) {
-    if (sessions_.Find(id) == nullptr) ++away_rebooting;
-  }
-  for (const auto& [id, session] : sessions_) {
-    AgentState state = AgentState::kConnecting;
-    if (reboots_.Pending(id) || session.rebooting) {
-      state = AgentState::kRebooting;
-    } else if (!session.lease_id.empty()) {
-      state = AgentState::kRunning;
-    } else if (session.idle) {
-      state = AgentState::kIdle;
-    }
-    ++snapshot.agents[state];
-    if (!session.host.ceiling().writable()) ++snapshot.agents_degraded;
-  }
-  snapshot.agents[AgentState::kRebooting] += away_rebooting;
-  const uint64_t away = counts.hosts > sessions_.size() ? counts.hosts - sessions_.size() : 0;
-  snapshot.agents[AgentState::kDisconnected] = away > away_rebooting ? away - away_rebooting : 0;
+  fleet_.CountAgents(counts.hosts, snapshot);
   return snapshot;
 }
 

@@ -1,22 +1,22 @@
-// The controller facade: dispatch, reboots, failing runs.
+// The hub: dispatch, reboots, lost hosts, failing runs.
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "controller/core/controller.h"
+#include "controller/core/hub.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::core {
 
 // --- dispatch -----------------------------------------------------------------------------
 
-const std::vector<store::ActiveRun>& Controller::ActiveRunsLocked() {
+const std::vector<store::ActiveRun>& Hub::ActiveRunsLocked() {
   // Re-reads only the runs whose events (a lease, a completion, a new run...) may have
   // changed them.
   return active_runs_.Current(store_, Now());
 }
 
-void Controller::DispatchAllLocked(Later& later) {
+void Hub::DispatchAllLocked(Later& later) {
   const int64_t now = Now();
   const std::vector<store::ActiveRun>& runs = ActiveRunsLocked();
   if (runs.empty()) return;
@@ -47,7 +47,7 @@ void Controller::DispatchAllLocked(Later& later) {
   }
 }
 
-void Controller::DispatchOneLocked(Session& session, Later& later) {
+void Hub::DispatchOneLocked(Session& session, Later& later) {
   if (!session.idle || !session.lease_id.empty() || session.dispatching || session.broken ||
       session.rebooting || stopping_ || store_outage_) {
     return;
@@ -85,8 +85,8 @@ void Controller::DispatchOneLocked(Session& session, Later& later) {
       });
 }
 
-void Controller::OnLeased(const std::string& agent_id, uint64_t stream,
-                          absl::StatusOr<store::LeaseResult> result) {
+void Hub::OnLeased(const std::string& agent_id, uint64_t stream,
+                   absl::StatusOr<store::LeaseResult> result) {
   Later later;
   {
     absl::MutexLock lock(&mu_);
@@ -148,8 +148,8 @@ void Controller::OnLeased(const std::string& agent_id, uint64_t stream,
 
 // --- reboots ------------------------------------------------------------------------------
 
-void Controller::RequestRebootLocked(Session& session, const std::string& run_id,
-                                     const std::string& why, const std::string& boot_entry) {
+void Hub::RequestRebootLocked(Session& session, const std::string& run_id, const std::string& why,
+                              const std::string& boot_entry) {
   const RebootCoordinator::Decision decision = reboots_.Request(
       session.agent_id, session.host.hostname(), session.host.boot_id(), run_id, Now());
   SaveRebootLocked(session.agent_id);
@@ -172,7 +172,7 @@ void Controller::RequestRebootLocked(Session& session, const std::string& run_id
                      session.host.hostname(), session.host.boot_id(), "", why);
 }
 
-void Controller::SaveRebootLocked(const std::string& agent_id) {
+void Hub::SaveRebootLocked(const std::string& agent_id) {
   // Under mu_: rare, and the store's writer never waits for the core.
   std::optional<store::RebootRecord> record = reboots_.Get(agent_id);
   absl::Status s = record.has_value() ? store_.SaveReboot(*record) : store_.DeleteReboot(agent_id);
@@ -182,7 +182,7 @@ void Controller::SaveRebootLocked(const std::string& agent_id) {
   }
 }
 
-void Controller::CheckRebootsLocked() {
+void Hub::CheckRebootsLocked() {
   const auto boot_of = [this](const std::string& agent_id) -> std::optional<std::string> {
     const Session* s = sessions_.Find(agent_id);
     if (s == nullptr) return std::nullopt;
@@ -222,8 +222,8 @@ void Controller::CheckRebootsLocked() {
 
 // --- lost hosts ---------------------------------------------------------------------------
 
-LostHostWatch::Presence Controller::PresenceLocked(const store::ActiveRun::Holder& holder,
-                                                   int64_t now_ms) const {
+LostHostWatch::Presence Hub::PresenceLocked(const store::ActiveRun::Holder& holder,
+                                            int64_t now_ms) const {
   LostHostWatch::Presence p;
   // Two heartbeats missed: an agent sends one every heartbeat_ms whatever it is doing.
   const int64_t silence_ms = std::max<int64_t>(2 * options_.heartbeat_ms + 1'000, 3'000);
@@ -249,9 +249,8 @@ LostHostWatch::Presence Controller::PresenceLocked(const store::ActiveRun::Holde
   return p;
 }
 
-void Controller::RecordSlotHostLocked(v1::SlotHostEvent::Kind kind,
-                                      const LostHostWatch::Action& action,
-                                      const std::string& message) {
+void Hub::RecordSlotHostLocked(v1::SlotHostEvent::Kind kind, const LostHostWatch::Action& action,
+                               const std::string& message) {
   v1::RunEvent event;
   event.set_run_id(action.run_id);
   event.set_time_unix_ms(Now());
@@ -272,7 +271,7 @@ void Controller::RecordSlotHostLocked(v1::SlotHostEvent::Kind kind,
   }
 }
 
-void Controller::CheckLostHostsLocked() {
+void Hub::CheckLostHostsLocked() {
   const int64_t now = Now();
   const std::vector<store::ActiveRun>& runs = ActiveRunsLocked();
   const std::vector<LostHostWatch::Action> actions = lost_hosts_.Check(
@@ -326,10 +325,10 @@ void Controller::CheckLostHostsLocked() {
   }
 }
 
-void Controller::RecordRebootLocked(v1::RebootEvent::Kind kind, const std::string& run_id,
-                                    const std::string& agent_id, const std::string& hostname,
-                                    const std::string& from_boot, const std::string& to_boot,
-                                    const std::string& reason) {
+void Hub::RecordRebootLocked(v1::RebootEvent::Kind kind, const std::string& run_id,
+                             const std::string& agent_id, const std::string& hostname,
+                             const std::string& from_boot, const std::string& to_boot,
+                             const std::string& reason) {
   v1::RunEvent event;
   event.set_run_id(run_id);
   event.set_time_unix_ms(Now());
@@ -347,7 +346,7 @@ void Controller::RecordRebootLocked(v1::RebootEvent::Kind kind, const std::strin
   hub_.Post([kind](FleetObserver& o) { o.OnReboot(kind); });
 }
 
-void Controller::FailRunLocked(const std::string& run_id, const std::string& error) {
+void Hub::FailRunLocked(const std::string& run_id, const std::string& error) {
   spdlog::warn("run={} failed: {}", run_id, error);
   if (absl::Status s = store_.FailRun(run_id, error, Now()); !s.ok()) {
     spdlog::error("run={} failing: {}", run_id, s.ToString());
@@ -355,7 +354,7 @@ void Controller::FailRunLocked(const std::string& run_id, const std::string& err
   active_runs_.MarkStale(run_id);
 }
 
-void Controller::ReleasePeerLocked(const std::string& lease_id, Later& later) {
+void Hub::ReleasePeerLocked(const std::string& lease_id, Later& later) {
   std::optional<std::string> peer = peers_.Release(lease_id);
   if (!peer) return;
   if (Session* s = sessions_.Find(*peer); s != nullptr) DispatchOneLocked(*s, later);

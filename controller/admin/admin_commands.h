@@ -9,7 +9,7 @@
 #include <ostream>
 #include <string>
 
-namespace tlbfleet::api {
+namespace tlbfleet::admin {
 
 struct TokenCreateOptions {
   std::string db;
@@ -31,4 +31,4 @@ int BackupCommand(const std::string& db, const std::string& out_path, std::ostre
 int AuditCommand(const std::string& db, uint32_t limit, const std::string& format,
                  std::ostream& out, std::ostream& err);
 
-}  // namespace tlbfleet::api
+}  // namespace tlbfleet::admin

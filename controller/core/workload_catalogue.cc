@@ -1,4 +1,4 @@
-#include "controller/api/workload_schemas.h"
+#include "controller/core/workload_catalogue.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -8,7 +8,7 @@
 #include "controller/scheduler/presets.h"
 #include "spdlog/spdlog.h"
 
-namespace tlbfleet::api {
+namespace tlbfleet::core {
 
 namespace {
 
@@ -93,4 +93,4 @@ const v1::ListWorkloadsResponse& WorkloadCatalogue() {
   return *kCatalogue;
 }
 
-}  // namespace tlbfleet::api
+}  // namespace tlbfleet::core
