@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/address.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::agent {
@@ -13,8 +14,8 @@ namespace netperf = workloads::netperf;
 constexpr char kListenFlag[] = "--netserver-listen";
 constexpr char kAdvertiseFlag[] = "--netserver-advertise";
 
-absl::StatusOr<netperf::Endpoint> ParseFlag(const char* flag, const std::string& value) {
-  absl::StatusOr<netperf::Endpoint> endpoint = netperf::ParseEndpoint(value);
+absl::StatusOr<Endpoint> ParseFlag(const char* flag, const std::string& value) {
+  absl::StatusOr<Endpoint> endpoint = ParseEndpoint(value);
   if (!endpoint.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": ", endpoint.status().message()));
   }
@@ -41,19 +42,19 @@ void LogServed(const netperf::ServedTest& t) {
 
 absl::StatusOr<std::string> AdvertisedNetserver(const std::string& listen,
                                                 const std::string& advertise, uint16_t bound_port) {
-  absl::StatusOr<netperf::Endpoint> listen_at = ParseFlag(kListenFlag, listen);
+  absl::StatusOr<Endpoint> listen_at = ParseFlag(kListenFlag, listen);
   if (!listen_at.ok()) return listen_at.status();
-  netperf::Endpoint out = *listen_at;
+  Endpoint out = *listen_at;
   if (!advertise.empty()) {
-    absl::StatusOr<netperf::Endpoint> advertised = ParseFlag(kAdvertiseFlag, advertise);
+    absl::StatusOr<Endpoint> advertised = ParseFlag(kAdvertiseFlag, advertise);
     if (!advertised.ok()) return advertised.status();
-    if (netperf::IsWildcardAddress(advertised->address)) {
+    if (IsWildcardAddress(advertised->address)) {
       return absl::InvalidArgumentError(
           absl::StrCat(kAdvertiseFlag, ": ", advertised->address,
                        " is a wildcard address; peers need one they can dial"));
     }
     out = *advertised;
-  } else if (netperf::IsWildcardAddress(listen_at->address)) {
+  } else if (IsWildcardAddress(listen_at->address)) {
     // Peers cannot dial 0.0.0.0: only the operator knows which of the host's addresses
     // they reach it at.
     return absl::InvalidArgumentError(absl::StrCat(
@@ -61,12 +62,12 @@ absl::StatusOr<std::string> AdvertisedNetserver(const std::string& listen,
         "with ", kAdvertiseFlag, " ADDR:PORT"));
   }
   if (out.port == 0) out.port = bound_port;
-  return netperf::FormatEndpoint(out);
+  return FormatEndpoint(out);
 }
 
 absl::StatusOr<Netserver> StartNetserver(const std::string& listen, const std::string& advertise) {
   if (absl::Status s = CheckFlags(listen, advertise); !s.ok()) return s;
-  const netperf::Endpoint listen_at = *netperf::ParseEndpoint(listen);
+  const Endpoint listen_at = *ParseEndpoint(listen);
   absl::StatusOr<std::unique_ptr<netperf::Server>> server =
       netperf::Server::Start(listen_at.address, listen_at.port, LogServed);
   if (!server.ok()) {
@@ -80,7 +81,7 @@ absl::StatusOr<Netserver> StartNetserver(const std::string& listen, const std::s
   if (!advertised.ok()) return advertised.status();
   out.advertise = *advertised;
   spdlog::info("netserver: listening on {}, advertised to peers as {}",
-               netperf::FormatEndpoint({listen_at.address, out.server->port()}), out.advertise);
+               FormatEndpoint({listen_at.address, out.server->port()}), out.advertise);
   return out;
 }
 

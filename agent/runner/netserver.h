@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agent/workloads/netperf.h"
+#include "agent/workloads/netperf_server.h"
 
 namespace tlbfleet::agent {
 

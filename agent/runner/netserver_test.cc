@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "agent/workloads/netperf_client.h"
+#include "common/address.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -48,7 +50,7 @@ TEST(StartNetserverTest, ServesClientsAtTheAdvertisedAddress) {
   absl::StatusOr<Netserver> started = StartNetserver("127.0.0.1:0", "");
   ASSERT_TRUE(started.ok()) << started.status();
   ASSERT_NE(started->server, nullptr);
-  absl::StatusOr<netperf::Endpoint> advertised = netperf::ParseEndpoint(started->advertise);
+  absl::StatusOr<Endpoint> advertised = ParseEndpoint(started->advertise);
   ASSERT_TRUE(advertised.ok()) << started->advertise;
   EXPECT_EQ(advertised->address, "127.0.0.1");
   EXPECT_EQ(advertised->port, started->server->port());

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "agent/workloads/bench_cli.h"
-#include "agent/workloads/netperf.h"
+#include "agent/workloads/netperf_server.h"
 #include "agent/workloads/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

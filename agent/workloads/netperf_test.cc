@@ -1,12 +1,5 @@
-#include "agent/workloads/netperf.h"
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <csignal>
-#include <fstream>
+// The netperf workload: its parameters, its measurements, its classic output, and a
+// server it dials by address and port.
 #include <map>
 #include <memory>
 #include <string>
@@ -14,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/workloads/netperf_server.h"
 #include "agent/workloads/workload.h"
 #include "agent/workloads/workload_util.h"
+#include "common/address.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -25,111 +20,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
-
-Options Short(TestKind test, size_t message_size) {
-  Options o;
-  o.test = test;
-  o.message_size = message_size;
-  o.seconds = 0.3;
-  return o;  // server 127.0.0.1: tests use loopback only
-}
-
-TEST(NetperfRunTest, TcpStreamMovesData) {
-  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kTcpStream, 16384));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GT(r->bytes, 16384u);
-  EXPECT_GE(r->seconds, 0.3);
-  EXPECT_GT(MbitPerSec(*r), 0);
-}
-
-// As with netserver, a client/server switch changes address space: the workload's own
-// server is another process (another mm), reaped when the test ends.
-TEST(NetperfRunTest, TheWorkloadsServerIsAProcessOfItsOwn) {
-  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kTcpRr, 1));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GT(r->transactions, 0u);
-  ASSERT_GT(r->server_pid, 0);
-  EXPECT_NE(r->server_pid, ::getpid());
-  EXPECT_EQ(::kill(r->server_pid, 0), -1) << "the server process was not reaped";
-
-  absl::StatusOr<std::unique_ptr<ServerProcess>> server = ServerProcess::Start("127.0.0.1");
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string mine = std::to_string(::getpid());
-  std::ifstream status("/proc/" + std::to_string((*server)->pid()) + "/status");
-  std::string line, ppid;
-  while (std::getline(status, line)) {
-    if (line.rfind("PPid:", 0) == 0) ppid = line.substr(line.find_first_not_of(" \t", 5));
-  }
-  EXPECT_EQ(ppid, mine) << "a child process of the workload";
-  absl::StatusOr<Result> again = RunClient(Short(TestKind::kTcpStream, 4096), (*server)->port());
-  ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_GT(again->bytes, 0u);
-  EXPECT_TRUE((*server)->Stop().ok());
-}
-
-TEST(NetperfRunTest, OddMessageSizesArriveWhole) {
-  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kTcpRr, 100'003));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GT(r->transactions, 0u);
-}
-
-TEST(NetperfRunTest, UdpStreamMovesData) {
-  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kUdpStream, 1024));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GT(r->bytes, 0u);
-  EXPECT_EQ(r->bytes % 1024, 0u);
-  EXPECT_GT(MbitPerSec(*r), 0);
-}
-
-TEST(NetperfRunTest, RequestResponseTestsCompleteTransactions) {
-  for (TestKind test : {TestKind::kTcpRr, TestKind::kUdpRr}) {
-    absl::StatusOr<Result> r = RunOnce(Short(test, 1));
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_GT(r->transactions, 10u);
-    EXPECT_GT(TransPerSec(*r), 0);
-  }
-}
-
-TEST(NetperfRunTest, Ipv6LoopbackWhenTheHostHasIt) {
-  Options o = Short(TestKind::kTcpRr, 1);
-  o.server = "::1";
-  absl::StatusOr<Result> r = RunOnce(o);
-  if (!r.ok() && r.status().message().find("bind") != std::string_view::npos) {
-    GTEST_SKIP() << "no IPv6 loopback here: " << r.status();
-  }
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_GT(r->transactions, 0u);
-}
-
-TEST(NetperfServerTest, OneServerServesTestAfterTest) {
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start("127.0.0.1", 0);
-  ASSERT_TRUE(server.ok()) << server.status();
-  ASSERT_NE((*server)->port(), 0);
-  for (TestKind test :
-       {TestKind::kTcpStream, TestKind::kUdpRr, TestKind::kTcpRr, TestKind::kUdpStream}) {
-    absl::StatusOr<Result> r = RunClient(Short(test, 512), (*server)->port());
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_GT(r->bytes, 0u) << static_cast<int>(test);
-  }
-}
-
-TEST(NetperfServerTest, NoServerIsAStatus) {
-  uint16_t port = 0;
-  {
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start("127.0.0.1", 0);
-    ASSERT_TRUE(server.ok()) << server.status();
-    port = (*server)->port();
-  }  // stopped: nothing listens on `port` any more
-  absl::StatusOr<Result> r = RunClient(Short(TestKind::kTcpRr, 1), port);
-  EXPECT_FALSE(r.ok());
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("connect"));
-}
-
-TEST(NetperfRunTest, OversizedUdpMessageIsRefused) {
-  absl::StatusOr<Result> r = RunOnce(Short(TestKind::kUdpStream, kMaxUdpMessage + 1));
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("message_size:"));
-}
 
 const Workload& Netperf() {
   LinkAllWorkloads();
@@ -246,31 +136,6 @@ TEST(NetperfWorkloadTest, WithAPortTheWorkloadDialsARunningServer) {
   EXPECT_THAT(served[0].client, StartsWith("127.0.0.1:"));
   EXPECT_THAT(w.ClassicOutput(params, *result),
               HasSubstr(absl::StrCat("to 127.0.0.1 () port ", params.Int("port"), " AF_INET")));
-}
-
-TEST(NetperfServerTest, ReportsARequestItCannotServe) {
-  std::vector<ServedTest> served;
-  absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::Start("127.0.0.1", 0, [&](const ServedTest& t) { served.push_back(t); });
-  ASSERT_TRUE(server.ok()) << server.status();
-  // A client that asks for a test the server does not know: the server hangs up.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons((*server)->port());
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  const std::string request = "sctp_stream 1\n";
-  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
-  char c;
-  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);  // EOF, no data port
-  ::close(fd);
-  server->reset();
-  ASSERT_EQ(served.size(), 1u);
-  EXPECT_EQ(served[0].test, "sctp_stream");
-  EXPECT_FALSE(served[0].completed);
 }
 
 TEST(NetperfAddressTest, CanonicalLoopbackAndWildcard) {
