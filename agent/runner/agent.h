@@ -14,6 +14,11 @@
 // the next Welcome. Every result goes to the spool before it is sent, and leaves it only
 // when the controller acks (or rejects) the completion.
 //
+// The agent keeps the state machine, the host as the controller last heard of it and the job;
+// the rest is in units it composes: the outbox (outbox.h: results until acked, and their
+// replay), the connection (connection.h: the stream, Hello/Welcome, heartbeats, backoff) and
+// the reboot flow (reboot_flow.h: RebootRequest to the reboot command).
+//
 // Thread-safe: Run() on one thread, Shutdown() and state() from any.
 
 #include <map>

@@ -5,100 +5,23 @@
 // names the lease it is still running in its Hello.
 
 #include <atomic>
-#include <condition_variable>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "agent/kernel/fake_sysroot_for_test.h"
 #include "agent/runner/agent.h"
+#include "agent/runner/fake_controller_for_test.h"
 #include "agent/runner/test_util_for_test.h"
 #include "agent/workloads/workload.h"
-#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/ostream_sink.h"
 #include "spdlog/spdlog.h"
-#include "tlbfleet/v1/agent.grpc.pb.h"
 
 namespace tlbfleet::agent {
 namespace {
-
-using namespace std::chrono_literals;
-
-// Accepts streams, welcomes each, and keeps what agents send.
-class Controller final : public v1::AgentService::Service {
- public:
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stream_ = stream;
-      ctx_ = ctx;
-    }
-    v1::AgentMessage message;
-    while (stream->Read(&message)) {
-      if (message.has_hello()) {
-        v1::ControllerMessage welcome;
-        welcome.mutable_welcome()->set_heartbeat_seconds(1);
-        welcome.mutable_welcome()->set_lease_seconds(30);
-        Send(welcome);
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      received_.push_back(message);
-      cv_.notify_all();
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    stream_ = nullptr;
-    ctx_ = nullptr;
-    return grpc::Status::OK;
-  }
-  bool Send(const v1::ControllerMessage& message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stream_ != nullptr && stream_->Write(message);
-  }
-  void DropStream() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ctx_ != nullptr) ctx_->TryCancel();
-  }
-  // The first message from index *cursor on that matches; moves *cursor past it.
-  std::optional<v1::AgentMessage> Await(const std::function<bool(const v1::AgentMessage&)>& match,
-                                        size_t* cursor, std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<v1::AgentMessage> found;
-    cv_.wait_for(lock, timeout, [&] {
-      for (; *cursor < received_.size(); ++*cursor) {
-        if (match(received_[*cursor])) {
-          found = received_[(*cursor)++];
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream_ = nullptr;
-  grpc::ServerContext* ctx_ = nullptr;
-  std::vector<v1::AgentMessage> received_;
-};
-
-std::function<bool(const v1::AgentMessage&)> CompleteOf(const std::string& lease) {
-  return [lease](const v1::AgentMessage& m) {
-    return m.has_complete() && m.complete().lease_id() == lease;
-  };
-}
-std::function<bool(const v1::AgentMessage&)> Heartbeat(v1::AgentState state) {
-  return [state](const v1::AgentMessage& m) {
-    return m.has_heartbeat() && m.heartbeat().state() == state;
-  };
-}
 
 // A valid ebizzy assignment; cases below break one thing each.
 v1::JobAssignment Valid(const std::string& lease) {
@@ -126,11 +49,8 @@ class AgentRefusalsTest : public ::testing::Test {
     root_.WriteFile("/proc/sys/kernel/random/boot_id", "boot-1\n");
     root_.WriteFile("/proc/cpuinfo",
                     "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 58\n");
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&controller_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(server_.started());
+    controller_.set_auto_welcome(true);
     state_dir_ = dir_.path() + "/state";
     // What the agent logs, to check that refusals are logged.
     sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
@@ -141,12 +61,11 @@ class AgentRefusalsTest : public ::testing::Test {
     StopAgent();
     auto& sinks = spdlog::default_logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    server_->Shutdown(std::chrono::system_clock::now() + 2s);
   }
 
   AgentOptions Options() {
     AgentOptions options;
-    options.controller = "127.0.0.1:" + std::to_string(port_);
+    options.controller = server_.address();
     options.state_dir = state_dir_;
     options.sysroot = &root_;
     options.workloads = workloads::Registry::Get().Names();
@@ -188,9 +107,8 @@ class AgentRefusalsTest : public ::testing::Test {
 
   TempDir dir_;
   FakeSysroot root_{dir_};
-  Controller controller_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  FakeControllerServer server_;
+  FakeController& controller_ = server_.controller();
   std::string state_dir_;
   std::unique_ptr<Agent> agent_;
   std::thread runner_;
@@ -256,13 +174,13 @@ TEST_F(AgentRefusalsTest, CraftedAssignmentsAreRefusedNamingTheFieldLoggedAndNev
   };
   StartAgent(Options());
   size_t cursor = 0;
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
   int n = 0;
   for (const Case& c : cases) {
     v1::JobAssignment a = Valid("crafted-" + std::to_string(n++));
     c.craft(a);
     ASSERT_TRUE(Send(a)) << c.name;
-    std::optional<v1::AgentMessage> done = controller_.Await(CompleteOf(a.lease_id()), &cursor);
+    std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf(a.lease_id()), &cursor);
     ASSERT_TRUE(done.has_value()) << c.name;
     EXPECT_EQ(done->complete().status(), v1::JOB_STATUS_FAILED) << c.name;
     EXPECT_NE(done->complete().error().find(c.field + ":"), std::string::npos)
@@ -273,18 +191,18 @@ TEST_F(AgentRefusalsTest, CraftedAssignmentsAreRefusedNamingTheFieldLoggedAndNev
   // The untouched assignment is accepted and runs.
   script_ = "true";
   ASSERT_TRUE(Send(Valid("fine")));
-  ASSERT_TRUE(controller_.Await(CompleteOf("fine"), &cursor));
+  ASSERT_TRUE(controller_.Await(IsCompleteOf("fine"), &cursor));
   EXPECT_EQ(started_.load(), 1);
 }
 
 TEST_F(AgentRefusalsTest, ABusyAgentRefusesASecondAssignmentSoItIsRequeued) {
   StartAgent(Options());
   size_t cursor = 0;
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
   ASSERT_TRUE(Send(Valid("first")));
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_RUNNING), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_RUNNING), &cursor));
   ASSERT_TRUE(Send(Valid("second")));
-  std::optional<v1::AgentMessage> refused = controller_.Await(CompleteOf("second"), &cursor);
+  std::optional<v1::AgentMessage> refused = controller_.Await(IsCompleteOf("second"), &cursor);
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->complete().status(), v1::JOB_STATUS_REFUSED);
   EXPECT_NE(refused->complete().error().find("busy with lease first"), std::string::npos);
@@ -298,14 +216,15 @@ TEST_F(AgentRefusalsTest, ARebootingAgentSaysSoAndRefusesAssignments) {
   options.reboot_grace_seconds = 60;
   StartAgent(std::move(options));
   size_t cursor = 0;
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
   v1::ControllerMessage reboot;
   reboot.mutable_reboot()->set_reason("test");
   reboot.mutable_reboot()->set_boot_id("boot-1");
   ASSERT_TRUE(controller_.Send(reboot));
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_REBOOTING), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_REBOOTING), &cursor));
   ASSERT_TRUE(Send(Valid("during-reboot")));
-  std::optional<v1::AgentMessage> refused = controller_.Await(CompleteOf("during-reboot"), &cursor);
+  std::optional<v1::AgentMessage> refused =
+      controller_.Await(IsCompleteOf("during-reboot"), &cursor);
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->complete().status(), v1::JOB_STATUS_REFUSED);
   EXPECT_NE(refused->complete().error().find("rebooting"), std::string::npos);
@@ -315,12 +234,11 @@ TEST_F(AgentRefusalsTest, ARebootingAgentSaysSoAndRefusesAssignments) {
 TEST_F(AgentRefusalsTest, AReconnectingAgentNamesTheLeaseItStillRuns) {
   StartAgent(Options());
   size_t cursor = 0;
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_IDLE), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
   ASSERT_TRUE(Send(Valid("long")));
-  ASSERT_TRUE(controller_.Await(Heartbeat(v1::AGENT_STATE_RUNNING), &cursor));
+  ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_RUNNING), &cursor));
   controller_.DropStream();
-  std::optional<v1::AgentMessage> hello =
-      controller_.Await([](const v1::AgentMessage& m) { return m.has_hello(); }, &cursor);
+  std::optional<v1::AgentMessage> hello = controller_.Await(IsHello, &cursor);
   ASSERT_TRUE(hello.has_value());
   EXPECT_EQ(hello->hello().running_lease_id(), "long");
   EXPECT_EQ(hello->hello().spooled_size(), 0);

@@ -5,10 +5,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <filesystem>
-#include <functional>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -18,119 +15,21 @@
 #include "agent/kernel/ceiling_control.h"
 #include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/fake_sysroot_for_test.h"
+#include "agent/runner/fake_controller_for_test.h"
 #include "agent/runner/paths.h"
 #include "agent/runner/spool.h"
 #include "agent/runner/test_util_for_test.h"
 #include "catalogue/catalogue.h"
 #include "common/files.h"
-#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tlbfleet/v1/agent.grpc.pb.h"
 
 namespace tlbfleet::agent {
 namespace {
 
 using namespace std::chrono_literals;
-using Predicate = std::function<bool(const v1::AgentMessage&)>;
 
 constexpr char kMetric[] =
     R"({"metric":"records_per_sec","value":100,"unit":"records/s","better":"higher","iteration":1})";
-
-// Records everything agents send; the test decides what to answer.
-class FakeController final : public v1::AgentService::Service {
- public:
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stream_ = stream;
-      ctx_ = ctx;
-      ++connections_;
-    }
-    v1::AgentMessage message;
-    while (stream->Read(&message)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      received_.push_back(message);
-      cv_.notify_all();
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    stream_ = nullptr;
-    ctx_ = nullptr;
-    cv_.notify_all();
-    return grpc::Status::OK;
-  }
-
-  bool Send(const v1::ControllerMessage& message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stream_ != nullptr && stream_->Write(message);
-  }
-
-  // Breaks the current stream, as a network failure or controller crash would.
-  void DropStream() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ctx_ != nullptr) ctx_->TryCancel();
-  }
-
-  // The first message at index >= *cursor that matches; moves *cursor past it.
-  std::optional<v1::AgentMessage> Await(const Predicate& match, size_t* cursor,
-                                        std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::optional<v1::AgentMessage> found;
-    cv_.wait_for(lock, timeout, [&] {
-      for (; *cursor < received_.size(); ++*cursor) {
-        if (match(received_[*cursor])) {
-          found = received_[(*cursor)++];
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-
-  size_t received() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_.size();
-  }
-  int connections() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return connections_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream_ = nullptr;
-  grpc::ServerContext* ctx_ = nullptr;
-  std::vector<v1::AgentMessage> received_;
-  int connections_ = 0;
-};
-
-bool IsHello(const v1::AgentMessage& m) { return m.has_hello(); }
-Predicate IsHeartbeat(v1::AgentState state) {
-  return [state](const v1::AgentMessage& m) {
-    return m.has_heartbeat() && m.heartbeat().state() == state;
-  };
-}
-Predicate IsBatchOf(const std::string& lease) {
-  return [lease](const v1::AgentMessage& m) {
-    return m.has_samples() && m.samples().lease_id() == lease;
-  };
-}
-Predicate IsCompleteOf(const std::string& lease) {
-  return [lease](const v1::AgentMessage& m) {
-    return m.has_complete() && m.complete().lease_id() == lease;
-  };
-}
-
-v1::ControllerMessage Welcome() {
-  v1::ControllerMessage m;
-  m.mutable_welcome()->set_controller_version("fake");
-  m.mutable_welcome()->set_heartbeat_seconds(1);
-  m.mutable_welcome()->set_lease_seconds(30);
-  return m;
-}
 
 v1::ControllerMessage Assign(const std::string& lease, const std::string& script,
                              const std::string& ceiling = "") {
@@ -148,12 +47,6 @@ v1::ControllerMessage Assign(const std::string& lease, const std::string& script
   return m;
 }
 
-v1::ControllerMessage CompletionAck(const std::string& lease) {
-  v1::ControllerMessage m;
-  m.mutable_completion_ack()->set_lease_id(lease);
-  return m;
-}
-
 class AgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -166,23 +59,15 @@ class AgentTest : public ::testing::Test {
                     "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 58\n"
                     "model name\t: Intel(R) Core(TM) i7-3770 CPU @ 3.40GHz\nstepping\t: 9\n");
     root_.WriteFile("/proc/mounts", "debugfs /sys/kernel/debug debugfs rw 0 0\n");
-
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&controller_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(server_.started());
     state_dir_ = dir_.path() + "/state";
   }
 
-  void TearDown() override {
-    StopAgent();
-    server_->Shutdown(std::chrono::system_clock::now() + 2s);
-  }
+  void TearDown() override { StopAgent(); }
 
   void StartAgent() {
     AgentOptions options;
-    options.controller = "127.0.0.1:" + std::to_string(port_);
+    options.controller = server_.address();
     options.state_dir = state_dir_;
     options.sysroot = &root_;
     options.labels = {{"rack", "b2"}};
@@ -209,7 +94,7 @@ class AgentTest : public ::testing::Test {
   }
 
   // Waits for the agent's Hello and welcomes it.
-  v1::Hello Handshake(size_t* cursor, v1::ControllerMessage welcome = Welcome()) {
+  v1::Hello Handshake(size_t* cursor, v1::ControllerMessage welcome = WelcomeMessage()) {
     std::optional<v1::AgentMessage> hello = controller_.Await(IsHello, cursor);
     EXPECT_TRUE(hello.has_value()) << "no Hello";
     if (!hello.has_value()) return {};
@@ -233,9 +118,8 @@ class AgentTest : public ::testing::Test {
 
   TempDir dir_;
   FakeSysroot root_{dir_};
-  FakeController controller_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  FakeControllerServer server_;
+  FakeController& controller_ = server_.controller();
   std::string state_dir_;
   std::unique_ptr<Agent> agent_;
   std::thread runner_;
@@ -245,7 +129,7 @@ class AgentTest : public ::testing::Test {
 TEST_F(AgentTest, AControllerThatAcceptsASharedOriginGetsItOncePerBatch) {
   StartAgent();
   size_t cursor = 0;
-  v1::ControllerMessage welcome = Welcome();
+  v1::ControllerMessage welcome = WelcomeMessage();
   welcome.mutable_welcome()->set_accepts_shared_origin(true);
   v1::Hello hello = Handshake(&cursor, welcome);
   ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
@@ -320,7 +204,7 @@ TEST_F(AgentTest, HelloWelcomeJobAndAck) {
   EXPECT_GT(status.spool_bytes, 0u);
   EXPECT_EQ(status.reconnects, 0u);
 
-  ASSERT_TRUE(controller_.Send(CompletionAck("lease-a")));
+  ASSERT_TRUE(controller_.Send(CompletionAckMessage("lease-a")));
   EXPECT_TRUE(SpoolDropsWithin("lease-a", 10s));
   ASSERT_TRUE(controller_.Await(IsHeartbeat(v1::AGENT_STATE_IDLE), &cursor));
   EXPECT_EQ(agent_->status().spool_records, 0u);
@@ -354,7 +238,7 @@ TEST_F(AgentTest, StreamBreakMidJobResendsAfterReconnect) {
   std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf("lease-b"), &cursor);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->complete().status(), v1::JOB_STATUS_SUCCEEDED) << done->complete().error();
-  ASSERT_TRUE(controller_.Send(CompletionAck("lease-b")));
+  ASSERT_TRUE(controller_.Send(CompletionAckMessage("lease-b")));
   EXPECT_TRUE(SpoolDropsWithin("lease-b", 10s));
 }
 
@@ -373,7 +257,7 @@ TEST_F(AgentTest, UnackedResultIsResentAfterReconnect) {
   EXPECT_TRUE(again.spooled(0).complete());
   ASSERT_TRUE(controller_.Await(IsBatchOf("lease-c"), &cursor));
   ASSERT_TRUE(controller_.Await(IsCompleteOf("lease-c"), &cursor));
-  ASSERT_TRUE(controller_.Send(CompletionAck("lease-c")));
+  ASSERT_TRUE(controller_.Send(CompletionAckMessage("lease-c")));
   EXPECT_TRUE(SpoolDropsWithin("lease-c", 10s));
 }
 
@@ -477,7 +361,7 @@ TEST_F(AgentTest, FailedRestoreDegradesTheHostUntilTheOperatorNamesTheValue) {
   std::optional<v1::AgentMessage> done = controller_.Await(IsCompleteOf("lease-r"), &cursor);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->complete().status(), v1::JOB_STATUS_FAILED);
-  ASSERT_TRUE(controller_.Send(CompletionAck("lease-r")));
+  ASSERT_TRUE(controller_.Send(CompletionAckMessage("lease-r")));
 
   root_.StoreOnWrite(kCeilingPath, "33\n", "");
   ASSERT_TRUE(DeclareCeilingKnownGood(root_, paths::CeilingJournalFile(state_dir_),
@@ -565,7 +449,7 @@ TEST_F(AgentTest, ShutdownKillsTheWorkloadAndReportsNothing) {
 }
 
 TEST_F(AgentTest, KeepsRetryingWhileTheControllerIsDown) {
-  server_->Shutdown(std::chrono::system_clock::now());
+  server_.Shutdown();
   StartAgent();
   // Several attempts fail; the agent stays in `connecting` and stops promptly on request.
   std::this_thread::sleep_for(500ms);  // let a few backoff rounds pass; nothing to wait on
