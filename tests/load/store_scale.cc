@@ -4,6 +4,7 @@
 //
 //   store_scale --dir DIR [--runs 10000] [--samples-per-run 1000] [--reference-runs 100]
 //               [benchmark flags, e.g. --benchmark_repetitions=5]
+//   store_scale --seed FILE --run ITERATIONSxSAMPLES_PER_JOB [--run ...]
 //
 // Seeds DIR/store-<runs>x<samples>.db once (kept for later runs: seeding 10 M samples takes a
 // few minutes) through the store's own migrations, then bulk rows written directly with SQL in
@@ -12,6 +13,12 @@
 // failed, runs are spread over three benchmarks and ten hosts. The reads measured are the
 // controller's own: Store::QueryRuns (GET /api/v1/runs, `tlbfleet list`) and GetRun +
 // GetSamples + report::CompareRunSamples (Controller::Compare, `tlbfleet compare`).
+//
+// --seed writes a new database FILE (refused if it exists) holding one finished ebizzy run per
+// --run, ids 1, 2, ... in order, in the same layout with the iterations and samples per job
+// given (two aggregate metrics, the rest per-thread series): 2 x 5 x ITERATIONS x
+// SAMPLES_PER_JOB samples. It measures nothing; a controller can serve FILE as it is
+// (tests/perf/dashboard_run_page.mjs: the dashboard's run page with 10,000 samples).
 
 #include <benchmark/benchmark.h>
 #include <sqlite3.h>
@@ -20,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,21 +85,25 @@ void Step(sqlite3* db, sqlite3_stmt* s, const char* what) {
   sqlite3_reset(s);
 }
 
-std::string SpecYaml(const std::string& benchmark, int run) {
+std::string SpecYaml(const std::string& benchmark, int run, int iterations) {
   return absl::StrCat("name: ", benchmark, "-nightly-", run, "\nbenchmark: ", benchmark,
-                      "\nsweep: {threads: [1, 2, 4, 8, 16]}\niterations: ", kIterations,
+                      "\nsweep: {threads: [1, 2, 4, 8, 16]}\niterations: ", iterations,
                       "\narms: [{name: base}, {name: test}]\n");
 }
 
-// The database with `runs` runs of `samples_per_run` samples (a multiple of 100 jobs x 10),
-// seeded if it does not exist yet.
-std::string Seed(const std::string& dir, int runs, int samples_per_run) {
-  const int samples_per_job = samples_per_run / 100;
-  // Named by schema version too: a database seeded in an older layout is not reused.
-  const std::string path = absl::StrCat(dir, "/store-v", tlbfleet::store::LatestSchemaVersion(),
-                                        "-", runs, "x", samples_per_run, ".db");
-  if (fs::exists(path)) return path;
-  const std::string partial = path + ".seeding";
+// One run to seed: two arms x the five `threads` values x `iterations` jobs, each with
+// `samples_per_job` samples.
+struct SeedRun {
+  std::string benchmark;
+  int iterations = kIterations;
+  int samples_per_job = 10;
+  bool failed = false;
+};
+
+// Writes `runs` (ids 1, 2, ... in order) into a new database at `partial`, its schema made by
+// the store's own migrations, then renames it to `path`. Exits 1 on any error.
+void SeedRuns(const std::string& partial, const std::string& path,
+              const std::vector<SeedRun>& runs) {
   fs::remove(partial);
   fs::remove(partial + "-wal");
   fs::remove(partial + "-shm");
@@ -109,11 +121,13 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
   sqlite3_stmt* host = Prepare(db,
                                "INSERT INTO hosts(agent_id, hostname, info, first_seen_ms,"
                                " last_seen_ms) VALUES(?1, ?2, ?3, 0, 0)");
+  // No job counts: the store's triggers count each job row as it is inserted (jobs_total and
+  // the per-state counts), as they do for the controller's own inserts.
   sqlite3_stmt* run_stmt =
       Prepare(db,
               "INSERT INTO runs(id, name, benchmark, spec, spec_yaml, state, error, created_ms,"
-              " finished_ms, iterations_per_boot, boots, jobs_total, jobs_succeeded, samples)"
-              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, 100, 100, ?11)");
+              " finished_ms, iterations_per_boot, boots, samples)"
+              " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11)");
   sqlite3_stmt* job_stmt = Prepare(
       db,
       "INSERT INTO jobs(id, run_id, slot, arm, param_name, param_value, iteration, assignment,"
@@ -147,9 +161,13 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
     noise ^= noise << 17;
     return static_cast<double>(noise % 10000) / 10000.0;
   };
-  for (int r = 1; r <= runs; ++r) {
-    const std::string benchmark = kBenchmarks[r % 3];
-    const std::string yaml = SpecYaml(benchmark, r);
+  int64_t samples_total = 0;
+  for (int r = 1; r <= static_cast<int>(runs.size()); ++r) {
+    const SeedRun& seed = runs[static_cast<size_t>(r - 1)];
+    const std::string& benchmark = seed.benchmark;
+    const int samples_per_job = seed.samples_per_job;
+    const int jobs = 2 * static_cast<int>(std::size(kThreads)) * seed.iterations;
+    const std::string yaml = SpecYaml(benchmark, r, seed.iterations);
     absl::StatusOr<v1::RunSpec> spec = tlbfleet::scheduler::ParseRunSpec(yaml, "seed");
     if (!spec.ok()) {
       std::fprintf(stderr, "store_scale: %s\n", spec.status().ToString().c_str());
@@ -157,7 +175,7 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
     }
     const std::string spec_blob = spec->SerializeAsString();
     const int64_t created_ms = 1'700'000'000'000 + static_cast<int64_t>(r) * 600'000;
-    const bool failed = r % 100 == 7;
+    const bool failed = seed.failed;
     sqlite3_bind_int64(run_stmt, 1, r);
     Text(run_stmt, 2, spec->name());
     Text(run_stmt, 3, benchmark);
@@ -168,15 +186,16 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
     Text(run_stmt, 7, failed ? "job 3 failed 3 times: workload exited 1" : "");
     sqlite3_bind_int64(run_stmt, 8, created_ms);
     sqlite3_bind_int64(run_stmt, 9, created_ms + 300'000);
-    sqlite3_bind_int64(run_stmt, 10, kIterations);
-    sqlite3_bind_int64(run_stmt, 11, samples_per_run);
+    sqlite3_bind_int64(run_stmt, 10, seed.iterations);
+    sqlite3_bind_int64(run_stmt, 11, static_cast<int64_t>(jobs) * samples_per_job);
+    samples_total += static_cast<int64_t>(jobs) * samples_per_job;
     Step(db, run_stmt, "run");
     const std::string agent = absl::StrCat("agent-", r % kHosts);
     const std::string hostname = absl::StrCat("host-", r % kHosts);
     const std::string boot = absl::StrCat("boot-", r % kHosts, "-", r / 50);
     for (const char* arm : {"base", "test"}) {
       for (int threads : kThreads) {
-        for (int it = 1; it <= kIterations; ++it) {
+        for (int it = 1; it <= seed.iterations; ++it) {
           ++job_id;
           const std::string lease = absl::StrCat("j", job_id, "a1");
           v1::JobAssignment assignment;
@@ -230,7 +249,7 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
       Exec(db, "BEGIN");
       const double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(stderr, "store_scale: seeded %d of %d runs (%.0f s)\n", r, runs, s);
+      std::fprintf(stderr, "store_scale: seeded %d of %zu runs (%.0f s)\n", r, runs.size(), s);
     }
   }
   Exec(db, "COMMIT");
@@ -241,10 +260,56 @@ std::string Seed(const std::string& dir, int runs, int samples_per_run) {
   sqlite3_close(db);
   fs::rename(partial, path);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "store_scale: %s: %d runs, %lld samples, %.0f s, %.0f MB\n", path.c_str(),
-               runs, static_cast<long long>(runs) * samples_per_run, s,
+  std::fprintf(stderr, "store_scale: %s: %zu runs, %lld samples, %.0f s, %.0f MB\n", path.c_str(),
+               runs.size(), static_cast<long long>(samples_total), s,
                static_cast<double>(fs::file_size(path)) / 1e6);
+}
+
+// The database with `runs` runs of `samples_per_run` samples (a multiple of 100 jobs x 10),
+// seeded if it does not exist yet.
+std::string Seed(const std::string& dir, int runs, int samples_per_run) {
+  // Named by schema version too: a database seeded in an older layout is not reused.
+  const std::string path = absl::StrCat(dir, "/store-v", tlbfleet::store::LatestSchemaVersion(),
+                                        "-", runs, "x", samples_per_run, ".db");
+  if (fs::exists(path)) return path;
+  std::vector<SeedRun> seeds;
+  seeds.reserve(static_cast<size_t>(runs));
+  for (int r = 1; r <= runs; ++r) {
+    seeds.push_back({.benchmark = kBenchmarks[r % 3],
+                     .iterations = kIterations,
+                     .samples_per_job = samples_per_run / 100,
+                     .failed = r % 100 == 7});
+  }
+  SeedRuns(path + ".seeding", path, seeds);
   return path;
+}
+
+// --seed FILE: one ebizzy run per "ITERATIONSxSAMPLES_PER_JOB" in `layouts`; 2 on a bad
+// layout or an existing FILE.
+int SeedOnly(const std::string& path, const std::vector<std::string>& layouts) {
+  std::vector<SeedRun> seeds;
+  for (const std::string& layout : layouts) {
+    SeedRun seed{.benchmark = "ebizzy"};
+    char tail = 0;
+    if (std::sscanf(layout.c_str(), "%dx%d%c", &seed.iterations, &seed.samples_per_job, &tail) !=
+            2 ||
+        seed.iterations < 1 || seed.samples_per_job < 1) {
+      std::fprintf(stderr, "store_scale: --run %s: want ITERATIONSxSAMPLES_PER_JOB, e.g. 100x10\n",
+                   layout.c_str());
+      return 2;
+    }
+    seeds.push_back(seed);
+  }
+  if (seeds.empty()) {
+    std::fprintf(stderr, "store_scale: --seed needs at least one --run\n");
+    return 2;
+  }
+  if (fs::exists(path)) {
+    std::fprintf(stderr, "store_scale: --seed %s: exists; give a new file\n", path.c_str());
+    return 2;
+  }
+  SeedRuns(path + ".seeding", path, seeds);
+  return 0;
 }
 
 struct Opened {
@@ -346,7 +411,8 @@ void Register(const std::string& label, Opened* o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir;
+  std::string dir, seed_path;
+  std::vector<std::string> seed_layouts;
   int runs = 10000, samples_per_run = 1000, reference_runs = 100;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -357,6 +423,10 @@ int main(int argc, char** argv) {
     };
     if (const char* v = value("--dir")) {
       dir = v;
+    } else if (const char* v = value("--seed")) {
+      seed_path = v;
+    } else if (const char* v = value("--run")) {
+      seed_layouts.push_back(v);
     } else if (const char* v = value("--runs")) {
       runs = std::atoi(v);
     } else if (const char* v = value("--samples-per-run")) {
@@ -367,11 +437,13 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
+  if (!seed_path.empty()) return SeedOnly(seed_path, seed_layouts);
   if (dir.empty() || runs < 1 || reference_runs < 1 || samples_per_run < 1000 ||
       samples_per_run % 100 != 0) {
     std::fprintf(stderr,
                  "usage: store_scale --dir DIR [--runs N] [--samples-per-run M (a multiple of "
-                 "100, at least 1000)] [--reference-runs R] [benchmark flags]\n");
+                 "100, at least 1000)] [--reference-runs R] [benchmark flags]\n"
+                 "       store_scale --seed FILE --run ITERATIONSxSAMPLES_PER_JOB [--run ...]\n");
     return 2;
   }
   fs::create_directories(dir);
