@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/scoped_fd.h"
+#include "common/temp_dir_for_test.h"
 
 namespace tlbfleet {
 namespace {
@@ -21,13 +22,8 @@ TEST(DirNameTest, IsTheDirectoryPartOrDotOrRoot) {
 
 class FilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/tlbfleet-files-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(templ), nullptr);
-    dir_ = templ;
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
-  std::string dir_;
+  TempDir temp_{"tlbfleet-files-test"};
+  const std::string dir_ = temp_.path();
 };
 
 TEST_F(FilesTest, WriteFileAtomicReplacesTheWholeFileAndLeavesNoTemporary) {

@@ -8,9 +8,7 @@
 // /run/tlbfleet-ceiling.lock.
 
 #include <fcntl.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -18,30 +16,9 @@
 
 #include "agent/kernel/sysroot.h"
 #include "common/files.h"
+#include "common/temp_dir_for_test.h"
 
 namespace tlbfleet::agent {
-
-// Makes a fresh directory under $TMPDIR (or /tmp) and removes it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/tlbfleet-test-XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    path_ = made != nullptr ? std::string(made) : std::string();
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 class FakeSysroot : public Sysroot {
  public:

@@ -9,11 +9,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 
 namespace tlbfleet::testing {
@@ -113,17 +111,6 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output, bool m
   ::waitpid(pid, &status, 0);
   if (output != nullptr) *output = out;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "tlbfleet-it-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (::getenv("TLBFLEET_KEEP_TEST_DIRS") == nullptr) std::filesystem::remove_all(path_, ec);
 }
 
 ControllerProcess::ControllerProcess(const std::string& dir, std::vector<std::string> extra_args)

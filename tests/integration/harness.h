@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir_for_test.h"
 #include "tlbfleet/v1/fleet.grpc.pb.h"
 
 namespace tlbfleet::testing {
@@ -58,15 +59,11 @@ std::vector<std::vector<std::string>> QueryRows(const std::string& db_path, cons
 // The whole file at `path`; "" when it cannot be read.
 std::string ReadWholeFile(const std::string& path);
 
-// A unique temp directory, removed on destruction.
-class TempDir {
+// common/temp_dir_for_test.h's, named tlbfleet-it-XXXXXX so that what an integration test
+// left (TLBFLEET_KEEP_TEST_DIRS) is told apart from a unit test's.
+class TempDir : public ::tlbfleet::TempDir {
  public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ::tlbfleet::TempDir("tlbfleet-it") {}
 };
 
 // A controller process plus a FleetService stub connected to it.
