@@ -160,7 +160,7 @@ int RunDaemon(const DaemonOptions& o) {
   auth_options.loopback_only = loopback_only;
   auth_options.session_ms = static_cast<int64_t>(o.session_hours * 3600e3);
   api::Authenticator auth(**auth_store, auth_options);
-  api::AuditLog audit(**auth_store, api::SystemClockMs());
+  api::AuditLog audit(**auth_store);
 
   std::unique_ptr<tlbfleet::core::Controller> controller =
       tlbfleet::core::Controller::Create(**store, options);

@@ -22,7 +22,6 @@ using api::AuditLog;
 using api::Caller;
 using api::MakeToken;
 using api::NewToken;
-using api::SystemClockMs;
 
 namespace {
 
@@ -111,12 +110,12 @@ int TokenCreateCommand(const TokenCreateOptions& options, std::ostream& out, std
   }
   std::unique_ptr<store::AuthStore> auth;
   if (int rc = OpenStore(options.db, err, &auth, /*create=*/true); rc != kExitOk) return rc;
-  const int64_t now = SystemClockMs()();
+  const int64_t now = Clock::Real().NowMillis();
   const int64_t expires =
       options.expires_days > 0 ? now + static_cast<int64_t>(options.expires_days * 86400e3) : 0;
   NewToken token = MakeToken(options.name, role, now, expires);
   absl::Status s = auth->InsertToken(token.record);
-  AuditLog audit(*auth, SystemClockMs());
+  AuditLog audit(*auth);
   audit.Record(LocalCaller(), "token create", options.name, s,
                absl::StrCat("role ", options.role, ", id ", token.record.id));
   if (!s.ok()) {
@@ -145,7 +144,7 @@ int TokenListCommand(const std::string& db, const std::string& format, std::ostr
   }
   out << fmt::format("{:<16}  {:<24}  {:<8}  {:<20}  {:<20}  {:<20}  {}\n", "ID", "NAME", "ROLE",
                      "CREATED", "EXPIRES", "LAST USED", "STATE");
-  const int64_t now = SystemClockMs()();
+  const int64_t now = Clock::Real().NowMillis();
   for (const store::TokenRecord& t : *tokens) {
     std::string state = t.revoked_ms ? "revoked " + FormatTime(t.revoked_ms)
                         : (t.expires_ms && t.expires_ms <= now) ? "expired"
@@ -162,8 +161,8 @@ int TokenRevokeCommand(const std::string& db, const std::string& name, std::ostr
                        std::ostream& err) {
   std::unique_ptr<store::AuthStore> auth;
   if (int rc = OpenStore(db, err, &auth); rc != kExitOk) return rc;
-  absl::StatusOr<store::TokenRecord> revoked = auth->RevokeToken(name, SystemClockMs()());
-  AuditLog audit(*auth, SystemClockMs());
+  absl::StatusOr<store::TokenRecord> revoked = auth->RevokeToken(name, Clock::Real().NowMillis());
+  AuditLog audit(*auth);
   audit.Record(LocalCaller(), "token revoke", name, revoked.status());
   if (!revoked.ok()) {
     err << "tlbfleet-controller: " << revoked.status().message() << "\n";

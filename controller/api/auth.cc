@@ -36,14 +36,6 @@ Caller Unauthenticated(absl::Status why, std::string source) {
 
 }  // namespace
 
-std::function<int64_t()> SystemClockMs() {
-  return [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-}
-
 absl::Status Require(const Caller& caller, v1::Role minimum, absl::string_view what) {
   if (!caller.authenticated()) return caller.status;
   bool allowed = minimum == v1::ROLE_AGENT ? caller.role == v1::ROLE_AGENT
@@ -207,13 +199,12 @@ absl::Status Authenticator::Logout(absl::string_view session_id) {
   return store_.DeleteSession(SessionKey(session_id));
 }
 
-AuditLog::AuditLog(store::AuthStore& store, std::function<int64_t()> clock)
-    : store_(store), clock_(clock ? std::move(clock) : SystemClockMs()) {}
+AuditLog::AuditLog(store::AuthStore& store, const Clock& clock) : store_(store), clock_(clock) {}
 
 void AuditLog::Record(const Caller& caller, absl::string_view action, absl::string_view target,
                       const absl::Status& outcome, absl::string_view detail) {
   v1::AuditEntry e;
-  e.set_time_unix_ms(clock_());
+  e.set_time_unix_ms(clock_.NowMillis());
   e.set_principal(caller.name);
   e.set_role(caller.role);
   e.set_action(std::string(action));

@@ -96,15 +96,14 @@ class Authenticator {
 // returned: the request has already happened.
 class AuditLog {
  public:
-  AuditLog(store::AuthStore& store, std::function<int64_t()> clock);
+  // `clock` is not owned and must outlive the log.
+  explicit AuditLog(store::AuthStore& store, const Clock& clock = Clock::Real());
   void Record(const Caller& caller, absl::string_view action, absl::string_view target,
               const absl::Status& outcome, absl::string_view detail = "");
 
  private:
   store::AuthStore& store_;
-  std::function<int64_t()> clock_;
+  const Clock& clock_;
 };
-
-std::function<int64_t()> SystemClockMs();
 
 }  // namespace tlbfleet::api

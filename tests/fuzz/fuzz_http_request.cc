@@ -55,7 +55,7 @@ class Service {
     api::AuthOptions auth_options;
     auth_options.loopback_only = true;  // no token exists: development mode
     auth_ = std::make_unique<api::Authenticator>(*auth_store_, auth_options);
-    audit_ = std::make_unique<api::AuditLog>(*auth_store_, [] { return int64_t{1}; });
+    audit_ = std::make_unique<api::AuditLog>(*auth_store_, clock_);
     fleet_ = std::make_unique<api::FleetApi>(controller_->runs(), *audit_);
     nightly_ = std::make_unique<tlbfleet::nightly::Nightly>(controller_->runs(), *nightly_store_);
     nightly_api_ = std::make_unique<api::NightlyApi>(*nightly_, *audit_);
