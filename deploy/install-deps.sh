@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git clang-format
+  ccache  # CMakeLists.txt compiles through it: a rebuild in a fresh clone is mostly cache hits
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev sqlite3
   libboost-dev libboost-system-dev libboost-math-dev
