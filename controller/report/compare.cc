@@ -31,7 +31,11 @@ enum class Shows { kAlways, kHigherIsBetter, kLowerIsBetter };
 // as better whatever the metric, since less noise is always an improvement.
 enum class PctSense { kMetric, kSpread };
 
-// The rows of every group, in order. A new statistic is one more line here.
+// The rows of every group, in order: the text table, the Report's stats (JSON) and the
+// dashboard all follow this list. A new statistic is its value in stats::Summary
+// (controller/stats/summary.*), one line here, and — for the CSV/JSON records — one field of
+// Report.Record (proto/tlbfleet/v1/common.proto) set in BuildRecord below
+// (docs/architecture.md, "Where a new thing goes").
 struct RowDef {
   const char* name;
   Shows shows;
