@@ -1,10 +1,13 @@
 #include "controller/bisect/bisection.h"
 
+#include <cmath>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "controller/bisect/bisect_state.h"
 
 namespace tlbfleet::bisect {
 
@@ -54,12 +57,6 @@ absl::Status ValidateSpec(const v1::BisectSpec& spec) {
   return absl::OkStatus();
 }
 
-uint32_t BootsSoFar(const v1::BisectStep& step) {
-  uint32_t boots = 0;
-  for (const v1::BisectRound& r : step.rounds()) boots += r.boots();
-  return boots;
-}
-
 }  // namespace
 
 absl::StatusOr<Bisection> Bisection::Start(std::string id, v1::BisectSpec spec) {
@@ -102,32 +99,15 @@ absl::StatusOr<Bisection> Bisection::Resume(v1::BisectState state) {
       return Invalid(absl::StrCat("steps[", i, "].verdict"), "an earlier step is still open");
     }
   }
-  if (!state.pending_run_id().empty()) {
-    const bool open = !state.steps().empty() &&
-                      state.steps().rbegin()->verdict() == v1::BISECT_VERDICT_UNSPECIFIED &&
-                      state.steps().rbegin()->rounds().rbegin()->run_id() == state.pending_run_id();
-    if (!open) {
-      return Invalid("pending_run_id", absl::StrCat("'", state.pending_run_id(),
-                                                    "' is not the open step's last run"));
-    }
-  }
+  if (absl::Status s = CheckStoredPendingRun(state); !s.ok()) return s;
   return Bisection(std::move(state));
 }
 
-bool Bisection::HasOpenStep() const {
-  return !state_.steps().empty() &&
-         state_.steps().rbegin()->verdict() == v1::BISECT_VERDICT_UNSPECIFIED;
-}
+bool Bisection::HasOpenStep() const { return bisect::HasOpenStep(state_); }
 
 NextAction Bisection::Next() const {
+  if (std::optional<NextAction> waiting = StoppedOrAwaiting(state_)) return *waiting;
   NextAction a;
-  if (state_.status() != v1::BISECT_RUNNING) return a;
-  if (!state_.pending_run_id().empty()) {
-    a.kind = NextAction::Kind::kAwaitRun;
-    a.run_id = state_.pending_run_id();
-    a.step = state_.steps().rbegin()->number();
-    return a;
-  }
   const v1::BisectSpec& spec = state_.spec();
   a.kind = NextAction::Kind::kMeasure;
   a.boots = spec.boots_per_round();
@@ -156,68 +136,38 @@ NextAction Bisection::Next() const {
 
 absl::Status Bisection::Submitted(std::string run_id) {
   const NextAction next = Next();
-  if (next.kind != NextAction::Kind::kMeasure) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("bisect ", state_.id(), ": no measurement is wanted now (",
-                     next.kind == NextAction::Kind::kAwaitRun
-                         ? absl::StrCat("run ", next.run_id, " is pending")
-                         : absl::StrCat("status ", BisectStatusName(state_.status())),
-                     ")"));
-  }
+  if (absl::Status s = CheckMeasurementWanted(state_, next); !s.ok()) return s;
   if (run_id.empty()) return Invalid("run_id", "empty");
   if (!HasOpenStep()) {
-    v1::BisectStep* step = state_.add_steps();
-    step->set_number(next.step);
     // The tested entry is second: after good, and in the endpoint check it is bad itself.
     const std::string& tested = next.entries[1];
-    step->set_tested(tested);
-    step->set_tested_index(static_cast<uint32_t>(IndexOf(state_.spec(), tested)));
-    step->set_good_index(state_.good_index());
-    step->set_bad_index(state_.bad_index());
+    AddStep(&state_, next.step, tested, static_cast<uint32_t>(IndexOf(state_.spec(), tested)));
   }
-  v1::BisectRound* round = state_.mutable_steps()->rbegin()->add_rounds();
-  round->set_run_id(run_id);
-  round->set_boots(next.boots);
-  state_.set_pending_run_id(std::move(run_id));
+  AddRound(&state_, std::move(run_id), next.boots);
   return absl::OkStatus();
 }
 
 absl::Status Bisection::Finished(std::string_view run_id_in, const StepComparator& compare) {
   const absl::string_view run_id(run_id_in.data(), run_id_in.size());
-  if (state_.status() != v1::BISECT_RUNNING || state_.pending_run_id() != run_id) {
-    return absl::FailedPreconditionError(absl::StrCat("bisect ", state_.id(), ": run ", run_id,
-                                                      " is not the pending run ('",
-                                                      state_.pending_run_id(), "')"));
-  }
+  if (absl::Status s = CheckPendingRun(state_, run_id); !s.ok()) return s;
   v1::BisectStep& step = *state_.mutable_steps()->rbegin();
   const v1::BisectSpec& spec = state_.spec();
-  StepRequest request;
-  request.spec = &spec;
-  request.step = step.number();
-  request.endpoint_check = step.number() == 0;
-  request.good = spec.good();
-  request.tested = step.tested();
-  request.bad = spec.bad();
-  for (const v1::BisectRound& r : step.rounds()) request.run_ids.push_back(r.run_id());
-  request.boots_per_arm = BootsSoFar(step);
+  const StepRequest request = RequestFor(state_, step);
   absl::StatusOr<v1::BisectComparison> comparison = compare(request);
   if (!comparison.ok()) return comparison.status();
   const v1::BisectVerdict verdict = comparison->verdict();
-  if (verdict == v1::BISECT_VERDICT_UNSPECIFIED) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bisect ", state_.id(), ": the comparison of run ", run_id, " returned no verdict"));
-  }
+  if (absl::Status s = CheckComparisonVerdict(state_, run_id, verdict); !s.ok()) return s;
   *step.mutable_rounds()->rbegin()->mutable_comparison() = *std::move(comparison);
   state_.clear_pending_run_id();
 
   if (verdict == v1::CANT_TELL) {
-    if (request.boots_per_arm + spec.boots_per_round() <= spec.max_boots_per_step()) {
+    if (AnotherRoundFits(spec, request.boots_per_arm)) {
       return absl::OkStatus();  // the step stays open: another round of boots
     }
     step.set_verdict(v1::CANT_TELL);
     state_.set_status(v1::BISECT_AMBIGUOUS);
     const v1::BisectComparison& last = step.rounds().rbegin()->comparison();
-    if (request.endpoint_check) {
+    if (request.kind == StepKind::kEndpointCheck) {
       state_.set_reason(absl::StrCat("after ", request.boots_per_arm, " boots per arm, bad '",
                                      spec.bad(), "' could not be told apart from good '",
                                      spec.good(), "' (", last.summary(), ")"));
@@ -231,7 +181,7 @@ absl::Status Bisection::Finished(std::string_view run_id_in, const StepComparato
     return absl::OkStatus();
   }
   step.set_verdict(verdict);
-  if (request.endpoint_check) {
+  if (request.kind == StepKind::kEndpointCheck) {
     if (verdict == v1::LIKE_GOOD) {
       state_.set_status(v1::BISECT_NOT_REPRODUCED);
       state_.set_reason(absl::StrCat("bad '", spec.bad(), "' measured like good '", spec.good(),
@@ -257,38 +207,58 @@ void Bisection::CheckFound() {
 absl::Status Bisection::RunFailed(std::string_view run_id_in, std::string_view reason_in) {
   const absl::string_view run_id(run_id_in.data(), run_id_in.size());
   const absl::string_view reason(reason_in.data(), reason_in.size());
-  if (state_.status() != v1::BISECT_RUNNING || state_.pending_run_id() != run_id) {
-    return absl::FailedPreconditionError(absl::StrCat("bisect ", state_.id(), ": run ", run_id,
-                                                      " is not the pending run ('",
-                                                      state_.pending_run_id(), "')"));
+  return FailPendingRun(&state_, run_id, reason);
+}
+
+void Bisection::Cancel() { CancelBisection(&state_); }
+
+Placement PlacementOf(const v1::ChangeInterval& versus_good_pct,
+                      const v1::ChangeInterval& versus_bad_pct) {
+  // On a log scale, where the ratios compose: ln(tested / good) - ln(tested / bad) is the way
+  // from good to bad, ln(bad / good); halfway lies half of it from either end.
+  const auto log_ratio = [](double pct) { return std::log1p(pct / 100); };
+  for (const v1::ChangeInterval* c : {&versus_good_pct, &versus_bad_pct}) {
+    for (const double pct : {c->estimate(), c->low(), c->high()}) {
+      if (!std::isfinite(pct) || pct <= -100) return {};
+    }
   }
-  state_.set_status(v1::BISECT_FAILED);
-  state_.set_reason(absl::StrCat("step ", state_.steps().rbegin()->number(), ": run ", run_id,
-                                 " failed: ", reason));
-  state_.clear_pending_run_id();
-  return absl::OkStatus();
+  const double way = log_ratio(versus_good_pct.estimate()) - log_ratio(versus_bad_pct.estimate());
+  if (way == 0) return {};
+  const double half = std::abs(way) / 2;
+  Placement p;
+  if (way > 0) {  // bad's value is above good's
+    p.nearer_bad = -log_ratio(versus_bad_pct.low()) < half;
+    p.nearer_good = log_ratio(versus_good_pct.high()) < half;
+  } else {
+    p.nearer_bad = log_ratio(versus_bad_pct.high()) < half;
+    p.nearer_good = -log_ratio(versus_good_pct.low()) < half;
+  }
+  return p;
 }
 
-void Bisection::Cancel() {
-  if (state_.status() != v1::BISECT_RUNNING) return;
-  state_.set_status(v1::BISECT_CANCELLED);
-  state_.set_reason(
-      state_.pending_run_id().empty()
-          ? "cancelled"
-          : absl::StrCat("cancelled while run ", state_.pending_run_id(), " was pending"));
-  state_.clear_pending_run_id();
-}
-
-v1::BisectVerdict ClassifyStep(Difference versus_good, Difference versus_bad, bool bad_is_worse) {
+v1::BisectVerdict ClassifyStep(Difference versus_good, Difference versus_bad, bool bad_is_worse,
+                               Placement estimate) {
   const Difference toward_bad = bad_is_worse ? Difference::kWorse : Difference::kBetter;
   const Difference toward_good = bad_is_worse ? Difference::kBetter : Difference::kWorse;
   const bool evidence_bad =
       versus_good == toward_bad || versus_bad == Difference::kSame || versus_bad == toward_bad;
   const bool evidence_good =
       versus_bad == toward_good || versus_good == Difference::kSame || versus_good == toward_good;
-  if (evidence_good && !evidence_bad) return v1::LIKE_GOOD;
-  if (evidence_bad && !evidence_good) return v1::LIKE_BAD;
+  // Differing from one reference does not place an entry that may lie between the two
+  // (bisection.h): the other comparison, or the intervals, must keep it on that side of halfway.
+  const bool not_better_than_bad =
+      estimate.nearer_bad || versus_bad == Difference::kSame || versus_bad == toward_bad;
+  const bool not_worse_than_good =
+      estimate.nearer_good || versus_good == Difference::kSame || versus_good == toward_good;
+  if (evidence_good && !evidence_bad && not_worse_than_good) return v1::LIKE_GOOD;
+  if (evidence_bad && !evidence_good && not_better_than_bad) return v1::LIKE_BAD;
   return v1::CANT_TELL;
+}
+
+v1::BisectVerdict ClassifyAgainstParent(Difference culprit_versus_parent, bool bad_is_worse) {
+  const Difference toward_bad = bad_is_worse ? Difference::kWorse : Difference::kBetter;
+  if (culprit_versus_parent == Difference::kUnknown) return v1::CANT_TELL;
+  return culprit_versus_parent == toward_bad ? v1::LIKE_BAD : v1::LIKE_GOOD;
 }
 
 v1::BisectVerdict ClassifyEndpoints(Difference bad_versus_good) {
@@ -318,6 +288,8 @@ const char* BisectStatusName(v1::BisectStatus status) {
       return "cancelled";
     case v1::BISECT_FAILED:
       return "failed";
+    case v1::BISECT_ONE_OF:
+      return "one of";
     default:
       return "unspecified";
   }
@@ -331,8 +303,23 @@ const char* BisectVerdictName(v1::BisectVerdict verdict) {
       return "like bad";
     case v1::CANT_TELL:
       return "can't tell";
+    case v1::SKIPPED:
+      return "skipped";
     default:
       return "open";
+  }
+}
+
+const char* VerificationName(v1::BisectVerificationOutcome outcome) {
+  switch (outcome) {
+    case v1::VERIFICATION_CONFIRMED:
+      return "confirmed";
+    case v1::VERIFICATION_NOT_REPRODUCED:
+      return "not reproduced";
+    case v1::VERIFICATION_REVERT_DOES_NOT_FIX:
+      return "revert does not fix";
+    default:
+      return "not verified";
   }
 }
 

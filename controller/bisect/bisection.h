@@ -35,26 +35,48 @@ struct NextAction {
     kMeasure,   // submit a run with one arm per entry of `entries`, `boots` boots each
     kAwaitRun,  // wait for run `run_id`, then call Finished() or RunFailed()
     kDone,      // the bisection has stopped (state().status says how)
+    // Commit bisections only (commit_bisection.h), once the culprit is found; submitted and
+    // reported like kMeasure:
+    kVerifyParent,  // entries: parent, culprit, on fresh boots
+    kVerifyRevert,  // entries: good, bad, bad; the middle arm is bad with `revert` reverted
   };
   Kind kind = Kind::kDone;
   uint32_t step = 0;
   std::vector<std::string> entries;  // good, tested, bad (the endpoint check: good, bad)
   uint32_t boots = 0;                // per arm
   std::string run_id;
+  std::string revert;  // kVerifyRevert: the commit to revert from bad for the middle arm
+};
+
+// What a step's measurement decides; the arms of its runs are named kGoodArm, kTestedArm and
+// kBadArm (calibrated.h) after StepRequest's good, tested and bad.
+enum class StepKind {
+  kEndpointCheck,  // bad against good (arms good, bad)
+  kSearch,         // tested against good and bad (arms good, tested, bad)
+  kVerifyParent,   // commit bisections: the culprit (tested) against its parent (good)
+  kVerifyRevert,   // commit bisections: bad with the culprit (tested) reverted, against good
+                   // and bad (arms good, tested, bad)
 };
 
 // What the comparison gets: one step, measured over one or more runs.
 struct StepRequest {
   const v1::BisectSpec* spec = nullptr;
   uint32_t step = 0;
-  bool endpoint_check = false;  // then `tested` is spec->bad()
+  StepKind kind = StepKind::kSearch;
+  // The endpoint check: tested is bad. The parent check: good is the culprit's parent. The
+  // revert check: tested is "revert of <culprit>", bad with the culprit reverted.
   std::string good, tested, bad;
   std::vector<std::string> run_ids;  // every round of the step so far, oldest first
   uint32_t boots_per_arm = 0;        // over those runs
+  // Which way bad differs from good, as the search measured it: the parent check has neither
+  // reference in its runs to tell "again worse" from "better".
+  bool bad_is_worse = true;
 };
 
-// Returns the step's evidence and verdict (not BISECT_VERDICT_UNSPECIFIED). In the endpoint
-// check LIKE_BAD means "bad differs from good", LIKE_GOOD "bad behaves like good".
+// Returns the step's evidence and verdict (LIKE_GOOD, LIKE_BAD or CANT_TELL). In the endpoint
+// check LIKE_BAD means "bad differs from good", LIKE_GOOD "bad behaves like good". In the
+// parent check LIKE_BAD means "again worse than its parent, towards bad" (ClassifyAgainstParent);
+// the revert check is judged as a search step (LIKE_GOOD: the revert measures like good).
 using StepComparator = std::function<absl::StatusOr<v1::BisectComparison>(const StepRequest&)>;
 
 class Bisection {
@@ -94,17 +116,47 @@ class Bisection {
 // metric's own sense of better.
 enum class Difference { kBetter, kWorse, kSame, kUnknown };
 
+// Where the tested entry lies on the way from good to bad, as far as the comparison's intervals
+// show it: nearer bad than the halfway point (its whole interval against bad stays on bad's side
+// of halfway), or nearer good (its interval against good stays on good's side). Neither when
+// the intervals reach over halfway, or are missing.
+struct Placement {
+  bool nearer_bad = false;
+  bool nearer_good = false;
+};
+
+// From the comparison's two percent changes with their intervals, tested / good - 1 and
+// tested / bad - 1 (BisectComparison's versus_good_pct and versus_bad_pct); their estimates
+// give the way from good to bad (bad / good), halved on a log scale. Needs no sense of better.
+Placement PlacementOf(const v1::ChangeInterval& versus_good_pct,
+                      const v1::ChangeInterval& versus_bad_pct);
+
 // The verdict of a step from two comparisons of the tested entry: with good and with bad.
 // `bad_is_worse` says which way bad differs from good (false when bisecting an improvement).
 // Evidence for "like bad": it differs from good towards bad, or is the same as bad, or is
 // beyond bad; for "like good" the mirror image. With evidence for neither or for both (it
 // lies between them, as when two changes add up), the step can't tell.
-v1::BisectVerdict ClassifyStep(Difference versus_good, Difference versus_bad, bool bad_is_worse);
+// Differing from good is not evidence enough on its own: with good at 100 and bad at 96, an
+// entry at 98 (worse than good, can't tell against bad) lies between them, and calling it bad
+// pins the whole change on the first of two commits that each did half. So "like bad" also
+// needs it to be shown not better than bad: the same as bad, beyond bad, or — what a noisy lab
+// can show without an equivalence test at a 1 % margin — its interval against bad keeps it
+// nearer bad than halfway (`estimate`). "Like good" mirrors it. Until then the step can't tell,
+// and more boots are measured.
+v1::BisectVerdict ClassifyStep(Difference versus_good, Difference versus_bad, bool bad_is_worse,
+                               Placement estimate);
+
+// The parent check of a commit bisection: the culprit against its parent. LIKE_BAD when it
+// differs again towards bad, LIKE_GOOD when it is the same or differs the other way (the change
+// did not repeat), CANT_TELL when the comparison can't tell.
+v1::BisectVerdict ClassifyAgainstParent(Difference culprit_versus_parent, bool bad_is_worse);
 
 // The endpoint check: bad differs from good (LIKE_BAD), is the same (LIKE_GOOD), or unknown.
 v1::BisectVerdict ClassifyEndpoints(Difference bad_versus_good);
 
 const char* BisectStatusName(v1::BisectStatus status);     // "running", "found", ...
 const char* BisectVerdictName(v1::BisectVerdict verdict);  // "like good", ...
+// "confirmed", "not reproduced", "revert does not fix", "not verified".
+const char* VerificationName(v1::BisectVerificationOutcome outcome);
 
 }  // namespace tlbfleet::bisect

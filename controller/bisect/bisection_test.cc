@@ -58,7 +58,8 @@ struct FakeLab {
       i.set_high(p + 1.5);
       return i;
     };
-    for (const std::string& e : r.endpoint_check
+    const bool endpoint_check = r.kind == StepKind::kEndpointCheck;
+    for (const std::string& e : endpoint_check
                                     ? std::vector<std::string>{r.good, r.bad}
                                     : std::vector<std::string>{r.good, r.tested, r.bad}) {
       v1::BisectArmFigures* f = c.add_arms();
@@ -71,13 +72,14 @@ struct FakeLab {
     *c.mutable_versus_good_pct() = pct(r.tested, r.good);
     const auto it = noisy.find(r.tested);
     const bool unclear = it != noisy.end() && r.boots_per_arm < it->second;
-    if (r.endpoint_check) {
+    if (endpoint_check) {
       c.set_verdict(ClassifyEndpoints(unclear ? Difference::kUnknown : Compare(r.bad, r.good)));
     } else {
       *c.mutable_versus_bad_pct() = pct(r.tested, r.bad);
+      const Placement estimate = PlacementOf(c.versus_good_pct(), c.versus_bad_pct());
       c.set_verdict(unclear ? v1::CANT_TELL
                             : ClassifyStep(Compare(r.tested, r.good), Compare(r.tested, r.bad),
-                                           /*bad_is_worse=*/true));
+                                           /*bad_is_worse=*/true, estimate));
     }
     c.set_summary(absl::StrCat("fake comparison over ", r.run_ids.size(), " run(s)"));
     return c;
@@ -341,24 +343,101 @@ TEST(BisectionTest, ACorruptStoredStateIsRefused) {
 
 TEST(ClassifyStepTest, EvidenceForOneSideOnly) {
   using D = Difference;
+  // Where one comparison alone is the evidence, the intervals place the entry on that side of
+  // halfway (the next test is about when they do not).
+  constexpr Placement kNearGood{.nearer_good = true};
+  constexpr Placement kNearBad{.nearer_bad = true};
+  constexpr Placement kNowhere;
   // Regression (bad is worse than good).
-  EXPECT_EQ(ClassifyStep(D::kSame, D::kBetter, true), v1::LIKE_GOOD);
-  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kBetter, true), v1::LIKE_GOOD);
-  EXPECT_EQ(ClassifyStep(D::kSame, D::kUnknown, true), v1::LIKE_GOOD);
-  EXPECT_EQ(ClassifyStep(D::kWorse, D::kSame, true), v1::LIKE_BAD);
-  EXPECT_EQ(ClassifyStep(D::kWorse, D::kUnknown, true), v1::LIKE_BAD);
-  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kSame, true), v1::LIKE_BAD);
-  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kUnknown, true), v1::CANT_TELL);
+  EXPECT_EQ(ClassifyStep(D::kSame, D::kBetter, true, kNowhere), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kBetter, true, kNearGood), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyStep(D::kSame, D::kUnknown, true, kNowhere), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kSame, true, kNowhere), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kUnknown, true, kNearBad), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kSame, true, kNowhere), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kUnknown, true, kNearBad), v1::CANT_TELL);
   // Between the two (worse than good and better than bad): two changes add up.
-  EXPECT_EQ(ClassifyStep(D::kWorse, D::kBetter, true), v1::CANT_TELL);
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kBetter, true, kNowhere), v1::CANT_TELL);
   // The same as both: the references do not differ in this run.
-  EXPECT_EQ(ClassifyStep(D::kSame, D::kSame, true), v1::CANT_TELL);
+  EXPECT_EQ(ClassifyStep(D::kSame, D::kSame, true, kNowhere), v1::CANT_TELL);
   // Improvement bisect (bad is better): mirrored.
-  EXPECT_EQ(ClassifyStep(D::kBetter, D::kSame, false), v1::LIKE_BAD);
-  EXPECT_EQ(ClassifyStep(D::kSame, D::kWorse, false), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyStep(D::kBetter, D::kSame, false, kNowhere), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyStep(D::kSame, D::kWorse, false, kNowhere), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyStep(D::kBetter, D::kUnknown, false, kNearBad), v1::LIKE_BAD);
   EXPECT_EQ(ClassifyEndpoints(D::kWorse), v1::LIKE_BAD);
   EXPECT_EQ(ClassifyEndpoints(D::kSame), v1::LIKE_GOOD);
   EXPECT_EQ(ClassifyEndpoints(D::kUnknown), v1::CANT_TELL);
+}
+
+v1::ChangeInterval Pct(double estimate, double low, double high) {
+  v1::ChangeInterval c;
+  c.set_estimate(estimate);
+  c.set_low(low);
+  c.set_high(high);
+  return c;
+}
+
+// Regression: with good at 100 and bad at 96, an entry measured at 98 (worse than good, and
+// its comparison with bad unknown) was called like bad, pinning the whole change on the first
+// of two commits that each did half. "Like bad" now waits until the entry is shown not better
+// than bad: the same as bad, or beyond it, or its interval against bad kept nearer bad than
+// halfway. "Like good" mirrors it.
+TEST(ClassifyStepTest, BetweenGoodAndBadIsNotLikeBadUntilNotBetterThanBad) {
+  using D = Difference;
+  // 98 against 100 and 96, 2 boots: worse than good; against bad, +2.1 % with an interval
+  // reaching past halfway (98, +2.1 %).
+  const Placement halfway = PlacementOf(Pct(-2.0, -3.5, -0.5), Pct(+2.1, -0.4, +4.6));
+  EXPECT_FALSE(halfway.nearer_bad);
+  EXPECT_FALSE(halfway.nearer_good);
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kUnknown, true, halfway), v1::CANT_TELL);
+  // More boots narrow it: then it is better than bad, and between for sure.
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kBetter, true,
+                         PlacementOf(Pct(-2.0, -2.6, -1.4), Pct(+2.1, +1.5, +2.7))),
+            v1::CANT_TELL);
+  // An entry like bad, at 96.2: its interval against bad stays on bad's side of halfway, even
+  // though its estimate lies (just) between the two.
+  const Placement near_bad = PlacementOf(Pct(-3.8, -4.6, -3.0), Pct(+0.2, -0.6, +1.0));
+  EXPECT_TRUE(near_bad.nearer_bad);
+  EXPECT_FALSE(near_bad.nearer_good);
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kUnknown, true, near_bad), v1::LIKE_BAD);
+  // The comparison's own "same as bad" is enough too.
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kSame, true, halfway), v1::LIKE_BAD);
+  // Like good, mirrored: better than bad, but against good its interval reaches past halfway.
+  const Placement halfway_good = PlacementOf(Pct(-1.9, -4.4, +0.6), Pct(+2.2, +0.7, +3.7));
+  EXPECT_FALSE(halfway_good.nearer_good);
+  EXPECT_EQ(ClassifyStep(D::kUnknown, D::kBetter, true, halfway_good), v1::CANT_TELL);
+  EXPECT_EQ(ClassifyStep(D::kSame, D::kBetter, true, halfway_good), v1::LIKE_GOOD);
+  // An improvement bisect (bad at 104, better than good at 100): the same rule the other way.
+  const Placement up_halfway = PlacementOf(Pct(+2.0, +0.5, +3.5), Pct(-1.9, -4.3, +0.5));
+  EXPECT_FALSE(up_halfway.nearer_bad);
+  EXPECT_EQ(ClassifyStep(D::kBetter, D::kUnknown, false, up_halfway), v1::CANT_TELL);
+  const Placement up_near_bad = PlacementOf(Pct(+3.8, +3.0, +4.6), Pct(-0.2, -1.0, +0.6));
+  EXPECT_TRUE(up_near_bad.nearer_bad);
+  EXPECT_EQ(ClassifyStep(D::kBetter, D::kUnknown, false, up_near_bad), v1::LIKE_BAD);
+  // No intervals: only the comparisons' own verdicts place it.
+  EXPECT_EQ(ClassifyStep(D::kWorse, D::kUnknown, true, Placement()), v1::CANT_TELL);
+}
+
+TEST(ClassifyStepTest, PlacementIsAgainstHalfwayOnALogScale) {
+  // Good 100, bad 120 (+20 %): halfway is sqrt(1.2) = 1.0954, i.e. -8.71 % from bad and
+  // +9.54 % from good. A like-bad entry whose interval against bad just stays short of it:
+  EXPECT_TRUE(PlacementOf(Pct(+20, +15, +25), Pct(0, -8.6, +8)).nearer_bad);
+  EXPECT_FALSE(PlacementOf(Pct(+20, +15, +25), Pct(0, -8.8, +8)).nearer_bad);
+  EXPECT_TRUE(PlacementOf(Pct(0, -5, +9.4), Pct(-16.7, -20, -12)).nearer_good);
+  EXPECT_FALSE(PlacementOf(Pct(0, -5, +9.7), Pct(-16.7, -20, -12)).nearer_good);
+  // Good and bad alike, or nonsense figures: nowhere.
+  EXPECT_FALSE(PlacementOf(Pct(+1, 0, 2), Pct(+1, 0, 2)).nearer_bad);
+  EXPECT_FALSE(PlacementOf(Pct(-100, -100, 0), Pct(0, -1, 1)).nearer_good);
+}
+
+TEST(ClassifyStepTest, TheParentCheckWantsTheSameDirectionAsBad) {
+  using D = Difference;
+  EXPECT_EQ(ClassifyAgainstParent(D::kWorse, /*bad_is_worse=*/true), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyAgainstParent(D::kSame, true), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyAgainstParent(D::kBetter, true), v1::LIKE_GOOD);
+  EXPECT_EQ(ClassifyAgainstParent(D::kUnknown, true), v1::CANT_TELL);
+  EXPECT_EQ(ClassifyAgainstParent(D::kBetter, /*bad_is_worse=*/false), v1::LIKE_BAD);
+  EXPECT_EQ(ClassifyAgainstParent(D::kWorse, false), v1::LIKE_GOOD);
 }
 
 TEST(BisectReportTest, ReadsLikeTheRobotsMail) {

@@ -132,10 +132,22 @@ StepComparator MakeStepComparator(SampleLoader load) {
     if (!obs.ok()) return obs.status();
     const std::string& metric = r.spec->metric();
     const std::string& param = r.spec->param();
+    v1::BisectComparison out;
+    if (r.kind == StepKind::kVerifyParent) {
+      // The parent check's runs measure the parent as "good" and the culprit as "tested" only.
+      absl::StatusOr<ArmComparison> vs_parent =
+          CompareArms(*obs, kGoodArm, kTestedArm, metric, param);
+      if (!vs_parent.ok()) return vs_parent.status();
+      out.set_verdict(ClassifyAgainstParent(vs_parent->difference, r.bad_is_worse));
+      *out.mutable_versus_good_pct() = PercentOf(*vs_parent);
+      AddFigures(r.good, vs_parent->base, &out);
+      AddFigures(r.tested, vs_parent->other, &out);
+      out.set_summary(Line("vs parent", *vs_parent));
+      return out;
+    }
     absl::StatusOr<ArmComparison> bad_vs_good = CompareArms(*obs, kGoodArm, kBadArm, metric, param);
     if (!bad_vs_good.ok()) return bad_vs_good.status();
-    v1::BisectComparison out;
-    if (r.endpoint_check) {
+    if (r.kind == StepKind::kEndpointCheck) {
       out.set_verdict(ClassifyEndpoints(bad_vs_good->difference));
       *out.mutable_versus_good_pct() = PercentOf(*bad_vs_good);
       AddFigures(r.good, bad_vs_good->base, &out);
@@ -143,6 +155,8 @@ StepComparator MakeStepComparator(SampleLoader load) {
       out.set_summary(Line("bad vs good", *bad_vs_good));
       return out;
     }
+    // A search step and the revert check (whose tested arm is bad with the culprit reverted)
+    // are judged alike.
     absl::StatusOr<ArmComparison> vs_good = CompareArms(*obs, kGoodArm, kTestedArm, metric, param);
     if (!vs_good.ok()) return vs_good.status();
     absl::StatusOr<ArmComparison> vs_bad = CompareArms(*obs, kBadArm, kTestedArm, metric, param);
@@ -150,9 +164,13 @@ StepComparator MakeStepComparator(SampleLoader load) {
     // Which way bad differs from good, as these very runs show it; a regression when they
     // cannot tell (what bisections are usually started for).
     const bool bad_is_worse = bad_vs_good->difference != Difference::kBetter;
-    out.set_verdict(ClassifyStep(vs_good->difference, vs_bad->difference, bad_is_worse));
     *out.mutable_versus_good_pct() = PercentOf(*vs_good);
     *out.mutable_versus_bad_pct() = PercentOf(*vs_bad);
+    const bool intervals = vs_good->ratio && vs_good->low && vs_good->high && vs_bad->ratio &&
+                           vs_bad->low && vs_bad->high;
+    const Placement estimate =
+        intervals ? PlacementOf(out.versus_good_pct(), out.versus_bad_pct()) : Placement();
+    out.set_verdict(ClassifyStep(vs_good->difference, vs_bad->difference, bad_is_worse, estimate));
     AddFigures(r.good, vs_good->base, &out);
     AddFigures(r.tested, vs_good->other, &out);
     AddFigures(r.bad, vs_bad->base, &out);

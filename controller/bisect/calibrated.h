@@ -51,8 +51,10 @@ absl::StatusOr<std::vector<report::Observation>> LoadObservations(
     const SampleLoader& load, const std::vector<std::string>& run_ids);
 
 // The production StepComparator: each step's runs measure arms named "good", "tested" and
-// "bad" (the endpoint check: "good" and "bad"); the tested entry is compared with good and
-// with bad (CompareArms), and ClassifyStep turns the two verdicts into the step's.
+// "bad" (the endpoint check: "good" and "bad"; a commit bisection's parent check: "good", the
+// parent, and "tested", the culprit); the tested entry is compared with good and with bad
+// (CompareArms), and ClassifyStep turns the two verdicts into the step's (the parent check:
+// ClassifyAgainstParent).
 StepComparator MakeStepComparator(SampleLoader load);
 
 // The arm names of a bisection's measurement runs.
