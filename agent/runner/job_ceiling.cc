@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kUnreadable = -1;
 
-std::string Value(int64_t v) { return v == kUnreadable ? "unreadable" : absl::StrCat(v); }
+std::string CeilingText(int64_t v) { return v == kUnreadable ? "unreadable" : absl::StrCat(v); }
 
 // Degraded states whose marker could not be written, by marker path: for the life of this
 // process, which is at most this boot's.
@@ -200,10 +200,10 @@ JobCeiling::Outcome JobCeiling::End() {
     out.error = absl::StrFormat(
         "the flush ceiling changed while the workload ran: %s, it read %s %.1f s later and %s "
         "after the workload; the samples cannot say which ceiling they measured",
-        what, Value(*seen), absl::ToDoubleSeconds(seen_at), Value(after_value));
+        what, CeilingText(*seen), absl::ToDoubleSeconds(seen_at), CeilingText(after_value));
   } else if (after_value != expected) {
     out.error = absl::StrCat("the flush ceiling changed while the workload ran: ", what,
-                             ", it read ", Value(after_value),
+                             ", it read ", CeilingText(after_value),
                              " after the workload; the samples cannot say which ceiling they "
                              "measured");
   } else {

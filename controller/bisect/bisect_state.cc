@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tlbfleet::bisect {
 
@@ -136,6 +137,10 @@ void CancelBisection(v1::BisectState* state) {
           ? "cancelled"
           : absl::StrCat("cancelled while run ", state->pending_run_id(), " was pending"));
   state->clear_pending_run_id();
+}
+
+std::string PctInterval(const v1::ChangeInterval& c) {
+  return absl::StrFormat("%+.1f%% [%+.1f%%, %+.1f%%]", c.estimate(), c.low(), c.high());
 }
 
 }  // namespace tlbfleet::bisect

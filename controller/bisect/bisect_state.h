@@ -15,6 +15,9 @@
 
 namespace tlbfleet::bisect {
 
+// "+1.2% [-0.3%, +2.8%]": a change and its interval, as reports and logs print it.
+std::string PctInterval(const v1::ChangeInterval& c);
+
 // INVALID_ARGUMENT "field: what".
 absl::Status InvalidField(absl::string_view field, absl::string_view what);
 

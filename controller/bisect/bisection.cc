@@ -25,7 +25,7 @@ int IndexOf(const v1::BisectSpec& spec, absl::string_view name) {
   return -1;
 }
 
-absl::Status ValidateSpec(const v1::BisectSpec& spec) {
+absl::Status ValidateEntrySpec(const v1::BisectSpec& spec) {
   if (spec.entries().empty()) return Invalid("entries", "at least two boot entries are needed");
   std::set<absl::string_view> seen;
   for (int i = 0; i < spec.entries_size(); ++i) {
@@ -65,7 +65,7 @@ absl::StatusOr<Bisection> Bisection::Start(std::string id, v1::BisectSpec spec) 
   if (spec.max_boots_per_step() == 0) {
     spec.set_max_boots_per_step(std::max(kDefaultMaxBootsPerStep, spec.boots_per_round()));
   }
-  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  if (absl::Status s = ValidateEntrySpec(spec); !s.ok()) return s;
   v1::BisectState state;
   state.set_id(std::move(id));
   state.set_status(v1::BISECT_RUNNING);
@@ -79,7 +79,7 @@ absl::StatusOr<Bisection> Bisection::Start(std::string id, v1::BisectSpec spec) 
 
 absl::StatusOr<Bisection> Bisection::Resume(v1::BisectState state) {
   if (state.id().empty()) return Invalid("id", "missing");
-  if (absl::Status s = ValidateSpec(state.spec()); !s.ok()) return s;
+  if (absl::Status s = ValidateEntrySpec(state.spec()); !s.ok()) return s;
   if (state.spec().boots_per_round() == 0) return Invalid("spec.boots_per_round", "0");
   const uint32_t n = static_cast<uint32_t>(state.spec().entries_size());
   if (state.status() == v1::BISECT_STATUS_UNSPECIFIED) return Invalid("status", "unspecified");

@@ -27,7 +27,7 @@ int PositionOf(const v1::BisectSpec& spec, absl::string_view hash) {
   return -1;
 }
 
-absl::Status ValidateSpec(const v1::BisectSpec& spec) {
+absl::Status ValidateCommitSpec(const v1::BisectSpec& spec) {
   if (!spec.entries().empty()) {
     return InvalidField("entries", "a commit bisection lists commits.range, not boot entries");
   }
@@ -170,7 +170,7 @@ absl::StatusOr<CommitBisection> CommitBisection::Start(std::string id, v1::Bisec
     spec.set_max_boots_per_step(
         std::max(Bisection::kDefaultMaxBootsPerStep, spec.boots_per_round()));
   }
-  if (absl::Status s = ValidateSpec(spec); !s.ok()) return s;
+  if (absl::Status s = ValidateCommitSpec(spec); !s.ok()) return s;
   v1::BisectState state;
   state.set_id(std::move(id));
   state.set_status(v1::BISECT_RUNNING);
@@ -184,7 +184,7 @@ absl::StatusOr<CommitBisection> CommitBisection::Start(std::string id, v1::Bisec
 
 absl::StatusOr<CommitBisection> CommitBisection::Resume(v1::BisectState state) {
   if (state.id().empty()) return InvalidField("id", "missing");
-  if (absl::Status s = ValidateSpec(state.spec()); !s.ok()) return s;
+  if (absl::Status s = ValidateCommitSpec(state.spec()); !s.ok()) return s;
   const v1::BisectSpec& spec = state.spec();
   if (spec.boots_per_round() == 0) return InvalidField("spec.boots_per_round", "0");
   if (state.status() == v1::BISECT_STATUS_UNSPECIFIED) return InvalidField("status", "unspecified");

@@ -27,10 +27,6 @@ std::string Named(const v1::BisectSpec& spec, absl::string_view hash) {
   return absl::StrCat("[", hash, "]");
 }
 
-std::string PctInterval(const v1::ChangeInterval& c) {
-  return absl::StrFormat("%+.1f%% [%+.1f%%, %+.1f%%]", c.estimate(), c.low(), c.high());
-}
-
 std::string StepHeader(const v1::BisectSpec& spec, const v1::BisectStep& step) {
   const std::string prefix = absl::StrCat("# step ", step.number(), ": ");
   switch (KindOfStep(step)) {

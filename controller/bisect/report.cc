@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/bisect/bisect_state.h"
 #include "controller/bisect/bisection.h"
 
 namespace tlbfleet::bisect {
@@ -20,10 +21,6 @@ std::string MetricName(const v1::BisectSpec& spec) {
 }
 
 std::string Pct(double pct) { return absl::StrFormat("%+.1f%%", pct); }
-
-std::string PctInterval(const v1::ChangeInterval& c) {
-  return absl::StrFormat("%+.1f%% [%+.1f%%, %+.1f%%]", c.estimate(), c.low(), c.high());
-}
 
 // The latest figures measured for `entry`, newest step and round first.
 std::optional<v1::BisectArmFigures> LatestFigures(const v1::BisectState& state,
