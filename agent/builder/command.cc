@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/child_setup.h"
 #include "common/files.h"
 #include "common/scoped_fd.h"
 
@@ -81,24 +82,7 @@ std::vector<std::string> MergedEnvironment(const std::vector<std::string>& overr
 // Between fork and exec: async-signal-safe calls only, everything allocated before the fork.
 [[noreturn]] void ExecChild(pid_t parent, const char* cwd, int out_fd, int err_fd, int report_fd,
                             char** argv, char** envp) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-  int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-  ::dup2(out_fd, STDOUT_FILENO);
-  ::dup2(err_fd, STDERR_FILENO);
-  // The agent blocks SIGTERM/SIGINT and gRPC ignores SIGPIPE; exec keeps both.
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(SIGPIPE, &dfl, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-#ifdef CLOSE_RANGE_CLOEXEC
-  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);  // no agent descriptor leaks into a build
-#endif
+  PrepareChildAfterFork(parent, out_fd, err_fd);
   int report[2] = {kChdir, 0};
   if (cwd[0] == '\0' || ::chdir(cwd) == 0) {
     report[0] = kExec;

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/child_setup.h"
 #include "common/files.h"
 #include "common/scoped_fd.h"
 
@@ -77,27 +78,7 @@ void AppendTail(std::string& tail, const char* data, size_t n, size_t keep) {
 // Runs in the child between fork and exec: async-signal-safe calls only, no allocation.
 [[noreturn]] void ExecChild(pid_t parent, int out_fd, int err_fd, int report_fd, int go_read,
                             int go_write, char** argv, char** envp) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-  int null_fd = ::open("/dev/null", O_RDONLY);
-  if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-  ::dup2(out_fd, STDOUT_FILENO);
-  ::dup2(err_fd, STDERR_FILENO);
-  // The agent blocks SIGTERM/SIGINT in every thread and gRPC ignores SIGPIPE; exec keeps
-  // both the mask and ignored dispositions, so reset them for the workload.
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  ::sigaction(SIGPIPE, &dfl, nullptr);
-  sigset_t none;
-  ::sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-#ifdef CLOSE_RANGE_CLOEXEC
-  // Any descriptor another agent thread opened without O_CLOEXEC must not leak into the
-  // workload. CLOEXEC rather than close keeps report_fd until exec succeeds.
-  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-#endif
+  PrepareChildAfterFork(parent, out_fd, err_fd);
   if (go_read >= 0) {
     // Wait until the parent is done with us (ChildSpec::on_forked): it closes its end.
     ::close(go_write);
