@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev  # the fuzz preset: libFuzzer, ASan + UBSan under clang
   util-linux procps
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip binutils
+  bc flex bison libelf-dev ccache linux-source-6.1  # the vm lab's own kernels (lab source, lab kernel)
   chromium  # the dashboard's browser tests (Playwright drives it headless; no browser download)
 )
 
