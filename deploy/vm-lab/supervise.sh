@@ -14,7 +14,9 @@
 #     its log and kills QEMU (SIGKILL), then boots the guest again like any other restart;
 #   - stops when run/vmN.stop exists (`lab down`), taking its QEMU down with it.
 # Plain guests keep QEMU across their own reboots (no -no-reboot); catalogue guests
-# (catalogue.sh) run with -no-reboot and their supervisor picks the next boot's entry.
+# (catalogue.sh) run with -no-reboot and their supervisor picks the next boot's entry; so do
+# plain guests started with --artifacts (artifacts.sh), whose supervisor boots the kernel
+# built from source the guest asked for, once.
 #
 # Files (run/): vmN.supervisor.log (one line per event, UTC), vmN.restarts (one line per restart:
 # "TIME CAUSE"), vmN.heartbeat, vmN.hmp.in/.out (a second QEMU monitor on FIFOs, so plain bash
@@ -219,11 +221,22 @@ cmd_supervise() {
 }
 
 # The loop for a plain guest: QEMU without -no-reboot (the guest's own reboots stay inside one
-# QEMU), started again when it dies or the watchdog kills it.
+# QEMU), started again when it dies or the watchdog kills it. With an artifact directory
+# (lab up --artifacts; artifacts.sh) QEMU runs with -no-reboot instead, what the guest writes
+# on ttyS1 is also logged to run/vmN.ctl, and at each reboot the next boot is the kernel built
+# from source the guest asked for (once, with its tag on the command line) or the default one.
 supervise_plain() {
   local name=$1 started quick=0 silent=0
+  local boot_kernel=$kernel boot_kind=$boot boot_release=$release boot_cmdline=$cmdline
+  local -a reboot_args=() control_log=()
+  if [[ -n ${artifacts:-} ]]; then
+    reboot_args=(-no-reboot)
+    control_log=(",logfile=$run/$name.ctl,logappend=off")
+  fi
   while [[ ! -e $run/$name.stop ]]; do
-    sup_log "$name" "booting: kernel $release ($boot), $smp vCPUs (tcg thread=$tcg_thread), $mem MB, watchdog ${watchdog} s"
+    sup_log "$name" "booting: kernel $boot_release ($boot_kind), $smp vCPUs (tcg thread=$tcg_thread), $mem MB, watchdog ${watchdog} s"
+    [[ $boot_kernel == "$kernel" ]] || sup_log "$name" "booting: $boot_kernel with: $boot_cmdline"
+    [[ -n ${artifacts:-} ]] && : > "$run/$name.ctl"
     started=$SECONDS
     # -mem-prealloc: the guest's RAM is backed before it boots, so the host's first touch of
     # a page is not timed by the first benchmark iteration that uses it (docs/vm-lab.md).
@@ -234,10 +247,10 @@ supervise_plain() {
       -accel "tcg,thread=$tcg_thread" -cpu max -smp "$smp" -m "$mem" -mem-prealloc \
       -nodefaults -no-user-config -display none -vga none \
       -chardev "file,id=console,path=$run/$name.log,append=on" -serial chardev:console \
-      -chardev "pipe,id=control,path=$run/$name.control" -serial chardev:control \
-      -monitor "unix:$run/$name.monitor,server=on,wait=off" \
-      -kernel "$kernel" -initrd "$initrd" \
-      -append "$cmdline" \
+      -chardev "pipe,id=control,path=$run/$name.control${control_log[0]:-}" -serial chardev:control \
+      -monitor "unix:$run/$name.monitor,server=on,wait=off" "${reboot_args[@]}" \
+      -kernel "$boot_kernel" -initrd "$initrd" \
+      -append "$boot_cmdline" \
       -netdev user,id=net0 -device e1000,netdev=net0,romfile=
     # lab down signals QEMU itself too: a QEMU that ended after the stop file appeared was
     # stopped, whatever its status.
@@ -249,14 +262,30 @@ supervise_plain() {
         note_restart "$name" reset
         ;;
       exited)
-        if ((qemu_status == 0)); then
+        if ((qemu_status == 0)) && [[ -n ${artifacts:-} ]]; then
+          # -no-reboot: the guest's own reboot (or power-off: QEMU cannot tell them apart).
+          sup_log "$name" "the guest rebooted (QEMU exited with status 0, -no-reboot)"
+        elif ((qemu_status == 0)); then
           sup_log "$name" "QEMU exited with status 0 (the guest powered off, or QEMU was told to quit); not restarting"
           break
+        else
+          sup_log "$name" "QEMU exited with status $qemu_status; booting again"
+          note_restart "$name" "exit-$qemu_status"
         fi
-        sup_log "$name" "QEMU exited with status $qemu_status; booting again"
-        note_restart "$name" "exit-$qemu_status"
         ;;
     esac
+    # The next boot: the kernel the guest asked for (artifacts.sh), once; else the default.
+    boot_kernel=$kernel boot_kind=$boot boot_release=$release boot_cmdline=$cmdline
+    if [[ -n ${artifacts:-} ]]; then
+      local asked=0
+      artifact_next_boot "$name" "$artifacts" || asked=$?
+      if ((asked == 0)); then
+        boot_kernel=$next_kernel boot_kind=bzimage boot_release=$next_release
+        boot_cmdline="$cmdline $next_tag"
+        sup_log "$name" "next boot: $next_what with $next_tag"
+        console_note "$name" "next boot: $next_what with $next_tag"
+      fi
+    fi
     # A QEMU that cannot even start would spin here: give up after 3 quick exits.
     if ((SECONDS - started < 3)); then quick=$((quick + 1)); else quick=0; fi
     if ((quick >= 3)); then
