@@ -74,4 +74,13 @@ absl::StatusOr<v1::ListWorkloadsResponse> FleetApi::ListWorkloads(const Caller& 
   return facade_.ListWorkloads();
 }
 
+absl::StatusOr<v1::GetBuildLogResponse> FleetApi::GetBuildLog(
+    const Caller& caller, const v1::GetBuildLogRequest& request) {
+  TLB_RETURN_IF_ERROR(Require(caller, v1::ROLE_VIEWER, "GetBuildLog"));
+  if (request.task_id() <= 0) {
+    return absl::InvalidArgumentError("task_id: required (a build of a run: Run.builds[].task_id)");
+  }
+  return facade_.GetBuildLog(request.task_id());
+}
+
 }  // namespace tlbfleet::api

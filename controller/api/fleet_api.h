@@ -36,6 +36,8 @@ class FleetApi {
                                               const v1::CompareRequest& request);
   absl::StatusOr<v1::ListWorkloadsResponse> ListWorkloads(const Caller& caller,
                                                           const v1::ListWorkloadsRequest& request);
+  absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(const Caller& caller,
+                                                      const v1::GetBuildLogRequest& request);
 
   Facade& facade() { return facade_; }
   AuditLog& audit() { return audit_; }

@@ -176,6 +176,7 @@ TLB_FLEET_METHOD(ListHosts, ListHostsRequest, ListHostsResponse)
 TLB_FLEET_METHOD(GetResults, GetResultsRequest, GetResultsResponse)
 TLB_FLEET_METHOD(Compare, CompareRequest, CompareResponse)
 TLB_FLEET_METHOD(ListWorkloads, ListWorkloadsRequest, ListWorkloadsResponse)
+TLB_FLEET_METHOD(GetBuildLog, GetBuildLogRequest, GetBuildLogResponse)
 
 #undef TLB_FLEET_METHOD
 

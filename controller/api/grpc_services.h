@@ -90,6 +90,9 @@ class FleetServiceImpl final : public v1::FleetService::CallbackService {
   grpc::ServerUnaryReactor* ListWorkloads(grpc::CallbackServerContext* context,
                                           const v1::ListWorkloadsRequest* request,
                                           v1::ListWorkloadsResponse* response) override;
+  grpc::ServerUnaryReactor* GetBuildLog(grpc::CallbackServerContext* context,
+                                        const v1::GetBuildLogRequest* request,
+                                        v1::GetBuildLogResponse* response) override;
 
  private:
   FleetApi& api_;

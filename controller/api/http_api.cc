@@ -171,6 +171,7 @@ void HttpApi::Register(Router& router) {
       Pool::kSlow);
   router.Add(verb::get, "/api/v1/runs/{run_id}/compare", Rpc(&FleetApi::Compare), Pool::kSlow);
   router.Add(verb::get, "/api/v1/workloads", Rpc(&FleetApi::ListWorkloads));
+  router.Add(verb::get, "/api/v1/builds/{task_id}/log", Rpc(&FleetApi::GetBuildLog));
   router.Add(verb::post, "/api/v1/login", [this](HttpRequest& r) { return Login(r); });
   router.Add(verb::post, "/api/v1/logout", [this](HttpRequest& r) { return Logout(r); });
   router.Add(verb::get, "/api/v1/whoami", [this](HttpRequest& r) { return WhoAmI(r); });

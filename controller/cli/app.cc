@@ -136,6 +136,14 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   results->add_option("RUN", run_id, "run id")->required();
   AddFormatOption(results, &results_format, {"csv", "json"});
 
+  int64_t build_task = 0;
+  CLI::App* build_log =
+      app.add_subcommand("build-log", "the whole log of a kernel build of a run (tlbfleet get)");
+  build_log->add_option("BUILD", build_task, "build id (a run's `kernel ARM:` lines)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  AddFormatOption(build_log, &format, {"text", "json"});
+
   std::string from_csv;
   bool lower_is_better = false;
   CLI::App* compare = app.add_subcommand("compare", "compare a run's arms (mmtests style)");
@@ -242,6 +250,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (cancel->parsed()) return commands.Cancel(run_id);
   if (hosts->parsed()) return commands.Hosts(ParseFormat(format));
   if (results->parsed()) return commands.Results(run_id, ParseFormat(results_format));
+  if (build_log->parsed()) return commands.BuildLog(build_task, ParseFormat(format));
   if (profile->parsed()) {
     return commands.Profile(run_id, profile_arms, profile_param, ParseFormat(format),
                             profile_flush_sizes);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/files.h"
@@ -285,6 +286,22 @@ int Commands::Results(const std::string& run_id, OutputFormat format) {
   grpc::Status status = client_.GetResults(run_id, &response);
   if (!status.ok()) return RpcFailure(status, run_id);
   out_ << (format == OutputFormat::kJson ? ToJson(response) : FormatResultsCsv(response));
+  return kExitOk;
+}
+
+int Commands::BuildLog(int64_t task_id, OutputFormat format) {
+  v1::GetBuildLogResponse response;
+  grpc::Status status = client_.GetBuildLog(task_id, &response);
+  if (!status.ok()) return RpcFailure(status, absl::StrCat("build ", task_id));
+  if (format == OutputFormat::kJson) {
+    out_ << ToJson(response);
+    return kExitOk;
+  }
+  for (const std::string& line : response.lines()) out_ << line << '\n';
+  const v1::KernelBuild& b = response.build();
+  err_ << fmt::format("build {} (arm {}: {} {} config {}): {}{}\n", b.task_id(), b.arm(),
+                      b.kernel().source(), b.kernel().rev(), b.kernel().config(), b.state(),
+                      b.reason().empty() ? "" : fmt::format(": {}", b.reason()));
   return kExitOk;
 }
 

@@ -55,6 +55,8 @@ class Commands {
   int Cancel(const std::string& run_id);
   int Hosts(OutputFormat format);
   int Results(const std::string& run_id, OutputFormat format);
+  // A kernel build's whole log (text: the lines; json: the build and its lines).
+  int BuildLog(int64_t task_id, OutputFormat format);
   // `flags.baseline` empty = the controller's default (the spec's first arm). Text is the
   // controller's Compare answer (the flags travel in the CompareRequest); JSON and CSV fetch
   // the samples (GetRun, GetResults) and compute the full comparison here, with the code

@@ -228,7 +228,7 @@ TEST_F(CommandsTest, ResultsCsv) {
   fleet_.SetResults(results);
   EXPECT_EQ(commands_->Results("7", OutputFormat::kCsv), kExitOk);
   EXPECT_THAT(out_.str(), StartsWith("run_id,job_id,arm,"));
-  EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,,false,,,,0,\n"));
+  EXPECT_THAT(out_.str(), EndsWith("\n7,0,\"a,b\",,,0,,,2.5,,,,,,false,,false,,,,0,,,\n"));
 }
 
 CompareFlags Baseline(const std::string& arm) {

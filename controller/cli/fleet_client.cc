@@ -91,6 +91,12 @@ grpc::Status FleetClient::GetResults(const std::string& run_id, v1::GetResultsRe
   return Call(&v1::FleetService::Stub::GetResults, request, response);
 }
 
+grpc::Status FleetClient::GetBuildLog(int64_t task_id, v1::GetBuildLogResponse* response) {
+  v1::GetBuildLogRequest request;
+  request.set_task_id(task_id);
+  return Call(&v1::FleetService::Stub::GetBuildLog, request, response);
+}
+
 grpc::Status FleetClient::Compare(const v1::CompareRequest& request,
                                   v1::CompareResponse* response) {
   return Call(&v1::FleetService::Stub::Compare, request, response);

@@ -51,6 +51,7 @@ class FleetClient {
   grpc::Status CancelRun(const std::string& run_id, tlbfleet::v1::Run* response);
   grpc::Status ListHosts(tlbfleet::v1::ListHostsResponse* response);
   grpc::Status GetResults(const std::string& run_id, tlbfleet::v1::GetResultsResponse* response);
+  grpc::Status GetBuildLog(int64_t task_id, tlbfleet::v1::GetBuildLogResponse* response);
   grpc::Status Compare(const tlbfleet::v1::CompareRequest& request,
                        tlbfleet::v1::CompareResponse* response);
 

@@ -93,6 +93,9 @@ std::string DescribeArms(const tlbfleet::v1::RunSpec& spec) {
     if (!out.empty()) out += ", ";
     out += arm.name();
     if (!arm.ceiling().empty()) out += fmt::format(" (ceiling {})", arm.ceiling());
+    if (arm.has_kernel()) {
+      out += fmt::format(" (kernel {} {})", arm.kernel().source(), arm.kernel().rev());
+    }
   }
   return out;
 }
@@ -190,6 +193,22 @@ std::string FormatRunDetails(const Run& run) {
                            ? std::string("wait for it")
                            : fmt::format("{} after {}", policy.action(),
                                          scheduler::FormatSeconds(policy.after_seconds())));
+  }
+  // The build stage: one line per kernel arm, its commit once resolved, and why it failed.
+  for (const v1::KernelBuild& b : run.builds()) {
+    std::string text = fmt::format("{} {} config {}: {}", b.kernel().source(), b.kernel().rev(),
+                                   b.kernel().config(), b.state());
+    if (!b.commit().empty()) {
+      text += fmt::format(", commit {} \"{}\"", b.commit().substr(0, 12), b.subject());
+    }
+    if (!b.builder().empty()) text += fmt::format(", builder {}", b.builder());
+    if (!b.build_id().empty()) {
+      text += fmt::format(", build {} ({}{})", b.build_id().substr(0, 16), b.kernel_release(),
+                          b.reused() ? ", built before" : "");
+    }
+    if (!b.reason().empty() && b.state() != "succeeded") text += fmt::format(": {}", b.reason());
+    text += fmt::format("; log: {} lines (tlbfleet build-log {})", b.log_lines(), b.task_id());
+    lines.emplace_back(fmt::format("kernel {}", b.arm()), text);
   }
   for (const v1::LostHost& wait : run.waiting_for()) {
     lines.emplace_back(fmt::format("slot {}", wait.slot()), wait.message());

@@ -284,18 +284,18 @@ TEST(ResultsCsvTest, HeaderAndQuotedRow) {
   EXPECT_EQ(FormatResultsCsv(results),
             "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
             "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host,"
-            "agent_id,machine_id,slot,excluded\n"
+            "agent_id,machine_id,slot,excluded,commit,build_id\n"
             "7,3,\"ceiling,1\",threads,4,2,records/s,,12345.5,\"ops \"\"per\"\" sec\",higher,"
             "ivy1,b00t,6.1.0,true,1,false,,0d60fd02-aaaa,4c4c4544,1,slot 1 restarted: ivy1 was "
-            "lost\n"
-            "7,0,,,,0,latency,thread0,0.25,,lower,,,,false,,false,,,,0,\n");
+            "lost,,\n"
+            "7,0,,,,0,latency,thread0,0.25,,lower,,,,false,,false,,,,0,,,\n");
   // A job whose arm set no ceiling still says which one it ran under; a netperf peer job
   // names its peer.
   t->set_ceiling_observed(true);
   t->set_ceiling(33);
   t->set_peer_host("b2-07");
   EXPECT_THAT(FormatResultsCsv(results),
-              HasSubstr("7,0,,,,0,latency,thread0,0.25,,lower,,,,false,33,true,b2-07,,,0,\n"));
+              HasSubstr("7,0,,,,0,latency,thread0,0.25,,lower,,,,false,33,true,b2-07,,,0,,,\n"));
 }
 
 TEST(ToJsonTest, ProtoFieldNamesAndDefaults) {

@@ -1,14 +1,42 @@
 #include "controller/cli/progress.h"
 
+#include <vector>
+
 #include "controller/cli/format.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 
 namespace tlbfleet::cli {
 
 namespace v1 = tlbfleet::v1;
 
+namespace {
+
+// "building kernels: base succeeded, tip building on vm-builder (1,204 log lines)" while a
+// kernel arm's build is not done; "" once every build has succeeded (or the run has none).
+std::string BuildStageText(const tlbfleet::v1::Run& run) {
+  bool all_done = true;
+  std::vector<std::string> parts;
+  for (const v1::KernelBuild& b : run.builds()) {
+    if (b.state() != "succeeded") all_done = false;
+    std::string part = fmt::format("{} {}", b.arm(), b.state());
+    if (b.state() == "building") {
+      part += fmt::format(" on {} ({} log lines)", b.builder(), b.log_lines());
+    }
+    parts.push_back(std::move(part));
+  }
+  if (all_done) return "";
+  return fmt::format("building kernels: {}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
 std::string ProgressText(const tlbfleet::v1::Run& run) {
   const auto& jobs = run.jobs();
+  const bool active = run.state() == v1::RUN_STATE_QUEUED || run.state() == v1::RUN_STATE_RUNNING;
+  if (const std::string builds = BuildStageText(run); active && !builds.empty()) {
+    return fmt::format("run {}: {}", run.id(), builds);
+  }
   if (jobs.total() == 0) return fmt::format("run {}: {}", run.id(), RunStateName(run.state()));
   std::string text = fmt::format("run {}: {}/{} jobs done, {} running", run.id(), JobsDone(jobs),
                                  jobs.total(), jobs.running());

@@ -20,6 +20,10 @@
 #include "controller/core/run_service.h"
 #include "controller/store/store.h"
 
+namespace tlbfleet::artifacts {
+class ArtifactStore;
+}
+
 namespace tlbfleet::core {
 
 struct ControllerOptions {
@@ -37,6 +41,9 @@ struct ControllerOptions {
   // agents (backing off up to 30 s) reconnect first and say what they hold (Hello), so a
   // finished result is never thrown away and no job runs twice. 0: lease_ms + 30 s.
   int64_t reconnect_grace_ms = 0;
+  // Where built kernels are kept (docs/kernels.md): runs pin the artifacts of their builds
+  // until they end. Not owned. Null: runs with `kernel:` arms are refused.
+  artifacts::ArtifactStore* artifacts = nullptr;
 };
 
 class Controller {

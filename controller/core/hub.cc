@@ -4,6 +4,7 @@
 #include "controller/core/hub.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,16 @@ void Hub::Recover() {
       }
     }
   }
+  // Builds that were building when the controller stopped: their builders ended them with
+  // their streams (builds are not spooled), so they are queued again.
+  if (absl::StatusOr<std::vector<int64_t>> released =
+          store_.ReleaseBuilds("", "the controller restarted during the build", now);
+      !released.ok()) {
+    spdlog::error("giving back the builds in progress failed: {}", released.status().ToString());
+  } else if (!released->empty()) {
+    spdlog::info("{} build(s) in progress when the controller stopped are queued again",
+                 released->size());
+  }
   // Leases that ran out while the controller was down are not judged before the agents had
   // time to come back and report them.
   absl::StatusOr<int64_t> extended = store_.ExtendLeases(now + grace_ms());
@@ -194,6 +205,8 @@ void Hub::OnRunExtended(const std::string& run_id) {
     absl::MutexLock lock(&mu_);
     work_since_ms_ = Now();
     active_runs_.MarkStale(run_id);
+    builds_maybe_queued_ = true;
+    DispatchBuildsLocked();
     DispatchAllLocked(later);
   }
   later.Run();
@@ -255,6 +268,7 @@ absl::Status Hub::Register(AgentChannel* channel, const v1::Hello& hello,
           agent_id, host.hostname(), channel->Peer(), host.boot_id(),
           added->replaced->host.boot_id());
       EndSessionLocked(*added->replaced, later);
+      ReleaseBuildsOfLocked(*added->replaced, "its builder's stream ended");
     }
     session.lease_id = reconciled->running_lease;
     KnownHost& known = known_hosts_[agent_id];
@@ -300,6 +314,10 @@ absl::Status Hub::Register(AgentChannel* channel, const v1::Hello& hello,
         static_cast<uint32_t>(std::max<int64_t>(1, options_.lease_ms / 1000)));
     welcome.mutable_welcome()->set_accepts_shared_origin(true);  // store/results.cc
     channel->Send(welcome);
+    if (!host.kernel_sources().empty()) {
+      builds_maybe_queued_ = true;
+      DispatchBuildsLocked();
+    }
     hub_.Post([agent_id, host](FleetObserver& o) { o.OnAgentConnected(agent_id, host); });
     // The agent becomes dispatchable with its first idle heartbeat, after it has replayed its
     // spool.
@@ -325,6 +343,8 @@ void Hub::Unregister(AgentChannel* channel) {
                      : absl::StrCat(" while holding lease ", session->lease_id,
                                     " (judged when it returns, or re-queued if it does not)"));
     EndSessionLocked(*session, later);
+    // Builds are not spooled: the builder ended its build with its stream.
+    ReleaseBuildsOfLocked(*session, "its builder's stream ended");
     reboots_.OnDisconnect(session->agent_id);
     KnownHost& known = known_hosts_[session->agent_id];
     known.connected = false;
@@ -358,6 +378,13 @@ void Hub::OnMessage(AgentChannel* channel, v1::AgentMessage message) {
         break;
       case v1::AgentMessage::kProgress:
         HandleProgressLocked(*session, message.progress());
+        break;
+      case v1::AgentMessage::kBuildProgress:
+        HandleBuildProgressLocked(*session, message.build_progress());
+        break;
+      case v1::AgentMessage::kBuildComplete:
+        HandleBuildCompleteLocked(*session, message.build_complete());
+        DispatchBuildsLocked();
         break;
       case v1::AgentMessage::kHello:
         spdlog::warn("agent={} sent a second Hello; ignored", session->agent_id);
@@ -636,6 +663,8 @@ void Hub::Tick() {
         }
       }
     }
+    CheckBuildsLocked();
+    DispatchBuildsLocked();
     DispatchAllLocked(later);
   }
   later.Run();
@@ -693,12 +722,58 @@ void Hub::CancelLeases(const std::vector<std::pair<std::string, std::string>>& r
   }
 }
 
+absl::Status Hub::CheckKernel(v1::KernelRevision& kernel, const std::string& field) {
+  absl::MutexLock lock(&mu_);
+  if (options_.artifacts == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": this controller keeps no artifacts (no artifact store), so it",
+                     " cannot run kernels built from source"));
+  }
+  // Builders the controller knows of, connected or briefly away: a source is the agent's own
+  // configuration, so only they can say what it has.
+  std::set<std::string> builders;
+  std::set<std::string> sources;
+  std::set<std::string> configs;
+  for (const auto& [id, known] : known_hosts_) {
+    for (const v1::KernelSourceInfo& source : known.info.kernel_sources()) {
+      builders.insert(known.info.hostname());
+      sources.insert(source.name());
+      if (source.name() == kernel.source())
+        configs.insert(source.configs().begin(), source.configs().end());
+    }
+  }
+  if (sources.count(kernel.source()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".source: no builder agent has a kernel source named \"", kernel.source(), "\" (",
+        builders.empty()
+            ? std::string("no builder agent has connected (tlbfleet-agent --kernel-sources)")
+            : absl::StrCat("sources: ", absl::StrJoin(sources, ", ")),
+        ")"));
+  }
+  if (kernel.config().empty()) {
+    if (configs.size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".config: required: source ", kernel.source(), " has ",
+                       configs.empty() ? std::string("no config")
+                                       : absl::StrCat("configs ", absl::StrJoin(configs, ", "))));
+    }
+    kernel.set_config(*configs.begin());
+  } else if (configs.count(kernel.config()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".config: source ", kernel.source(), " has no build config \"", kernel.config(),
+        "\" (it has ", configs.empty() ? std::string("none") : absl::StrJoin(configs, ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
 void Hub::OfferWork(const std::string& run_id) {
   Later later;
   {
     absl::MutexLock lock(&mu_);
     work_since_ms_ = Now();
     active_runs_.MarkStale(run_id);
+    builds_maybe_queued_ = true;  // the run may have builds
+    DispatchBuildsLocked();
     DispatchAllLocked(later);
   }
   later.Run();

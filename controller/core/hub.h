@@ -77,6 +77,10 @@ class FleetState {
                             const std::string& reason) = 0;
   // `run_id` has new queued work: offers it to idle hosts now.
   virtual void OfferWork(const std::string& run_id) = 0;
+  // Checks an arm's kernel against the builder agents the controller knows (their sources and
+  // configs: the agents' own configuration), filling in the config when the source has only
+  // one. INVALID_ARGUMENT naming `field`.source / .config.
+  virtual absl::Status CheckKernel(v1::KernelRevision& kernel, const std::string& field) = 0;
   // Fills `snapshot.agents`, `agents_degraded` and `runs_waiting_for_lost_host`; `known_hosts`
   // is how many hosts the store knows.
   virtual void CountAgents(uint64_t known_hosts, FleetSnapshot& snapshot) = 0;
@@ -110,6 +114,7 @@ class Hub final : public AgentHub, public FleetState {
   void CancelLeases(const std::vector<std::pair<std::string, std::string>>& running,
                     const std::string& reason) override;
   void OfferWork(const std::string& run_id) override;
+  absl::Status CheckKernel(v1::KernelRevision& kernel, const std::string& field) override;
   void CountAgents(uint64_t known_hosts, FleetSnapshot& snapshot) override;
 
   // --- for tests ---
@@ -183,11 +188,26 @@ class Hub final : public AgentHub, public FleetState {
   // A write failed: if for a storage reason, leases are not judged until writes work again.
   void NoteStoreFailureLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Kernel builds (hub_builds.cc): gives queued builds to free builder agents, keeps what they
+  // report, stops builds whose run ended and unpins the artifacts of ended runs.
+  void DispatchBuildsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleBuildProgressLocked(Session& session, const v1::BuildProgress& progress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleBuildCompleteLocked(Session& session, const v1::BuildComplete& complete)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnBuildDoneLocked(Session& session, const v1::KernelBuild& build, const std::string& run_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseBuildsOfLocked(const Session& session, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CheckBuildsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Asks an idle host for a fresh boot for `run_id`, or fails the run when the host already
   // ignored such a request on this boot.
   // `boot_entry`: the agent's boot entry the new boot must be ("" = any).
+  // `kernel`: the built kernel that entry is (a kernel arm's), or null.
   void RequestRebootLocked(Session& session, const std::string& run_id, const std::string& why,
-                           const std::string& boot_entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                           const std::string& boot_entry, const v1::KernelToBoot* kernel = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckRebootsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lost-host watch's pass: records slots whose host went silent or came back, and fails
   // runs or restarts slots whose host has been silent past their on_host_lost bound.
@@ -245,6 +265,9 @@ class Hub final : public AgentHub, public FleetState {
   // which runs no host can take (otherwise done every 5 s).
   bool dispatch_needed_ ABSL_GUARDED_BY(mu_) = true;
   int64_t last_full_pass_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // Some queued build may be takeable by a free builder (false after a pass found none).
+  bool builds_maybe_queued_ ABSL_GUARDED_BY(mu_) = true;
+  int64_t last_pin_check_ms_ ABSL_GUARDED_BY(mu_) = 0;
   // The store's writes failed: no lease is judged until ExtendLeases succeeds again.
   bool store_outage_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -101,7 +101,9 @@ void Hub::OnLeased(const std::string& agent_id, uint64_t stream,
     }
     if (result->kind == store::LeaseResult::Kind::kNeedsReboot) {
       if (session != nullptr && session->idle && session->lease_id.empty() && !session->broken) {
-        RequestRebootLocked(*session, result->run_id, result->reboot_reason, result->reboot_entry);
+        RequestRebootLocked(
+            *session, result->run_id, result->reboot_reason, result->reboot_entry,
+            result->reboot_kernel.artifact_id().empty() ? nullptr : &result->reboot_kernel);
       }
       return;
     }
@@ -149,7 +151,7 @@ void Hub::OnLeased(const std::string& agent_id, uint64_t stream,
 // --- reboots ------------------------------------------------------------------------------
 
 void Hub::RequestRebootLocked(Session& session, const std::string& run_id, const std::string& why,
-                              const std::string& boot_entry) {
+                              const std::string& boot_entry, const v1::KernelToBoot* kernel) {
   const RebootCoordinator::Decision decision = reboots_.Request(
       session.agent_id, session.host.hostname(), session.host.boot_id(), run_id, Now());
   SaveRebootLocked(session.agent_id);
@@ -167,6 +169,7 @@ void Hub::RequestRebootLocked(Session& session, const std::string& run_id, const
   message.mutable_reboot()->set_reason(why);
   message.mutable_reboot()->set_boot_id(session.host.boot_id());
   message.mutable_reboot()->set_boot_entry(boot_entry);
+  if (kernel != nullptr) *message.mutable_reboot()->mutable_kernel() = *kernel;
   session.channel->Send(message);
   RecordRebootLocked(v1::RebootEvent::KIND_REQUESTED, run_id, session.agent_id,
                      session.host.hostname(), session.host.boot_id(), "", why);

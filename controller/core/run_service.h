@@ -70,6 +70,8 @@ class RunService {
   virtual absl::StatusOr<std::vector<v1::RunEvent>> RunEventsSince(const std::string& run_id,
                                                                    uint64_t after_id,
                                                                    uint32_t limit) = 0;
+  // A kernel build of a run (Run.builds) with its whole log. NOT_FOUND for an unknown build.
+  virtual absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(int64_t task_id) = 0;
   // Gauges, read at scrape time.
   virtual absl::StatusOr<FleetSnapshot> Snapshot() = 0;
 

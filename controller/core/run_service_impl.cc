@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "absl/random/random.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -13,6 +15,7 @@
 #include "controller/report/comparison.h"
 #include "controller/report/cross_run.h"
 #include "controller/report/render.h"
+#include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/host_lost.h"
 #include "controller/scheduler/run_spec.h"
@@ -36,10 +39,27 @@ std::string_view AgentStateName(AgentState state) {
   return "unknown";
 }
 
+// Arms with `kernel:` are checked against the builders and given a boot entry of their own
+// ("kernel-<random>"): every boot of the arm is a boot into its build (store/builds.h).
+absl::Status RunServiceImpl::PrepareKernelArms(v1::RunSpec& spec) {
+  for (int i = 0; i < spec.arms_size(); ++i) {
+    v1::ArmSpec& arm = *spec.mutable_arms(i);
+    if (!arm.has_kernel()) continue;
+    TLB_RETURN_IF_ERROR(
+        fleet_.CheckKernel(*arm.mutable_kernel(), absl::StrCat("arms[", i, "].kernel")));
+    std::string id(6, '\0');
+    absl::BitGen gen;
+    for (char& c : id) c = static_cast<char>(absl::Uniform<uint8_t>(gen));
+    arm.set_boot_entry(absl::StrCat(scheduler::kKernelEntryPrefix, absl::BytesToHexString(id)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SubmitRunResponse> RunServiceImpl::Submit(const std::string& spec_yaml,
                                                              const std::string& source) {
   TLB_ASSIGN_OR_RETURN(v1::RunSpec spec,
                        scheduler::ParseRunSpec(spec_yaml, source.empty() ? "spec" : source));
+  TLB_RETURN_IF_ERROR(PrepareKernelArms(spec));
   std::vector<scheduler::JobPlan> jobs;
   std::string run_id;
   if (scheduler::SweepDependsOnHost(spec.sweep())) {
@@ -57,6 +77,18 @@ absl::StatusOr<v1::SubmitRunResponse> RunServiceImpl::Submit(const std::string& 
   response.set_run_id(run_id);
   response.set_jobs(static_cast<uint32_t>(jobs.size()));
   fleet_.OfferWork(run_id);
+  return response;
+}
+
+absl::StatusOr<v1::GetBuildLogResponse> RunServiceImpl::GetBuildLog(int64_t task_id) {
+  TLB_ASSIGN_OR_RETURN(std::optional<v1::KernelBuild> build, store_.GetBuild(task_id));
+  if (!build.has_value()) {
+    return absl::NotFoundError(absl::StrCat("build ", task_id, " not found"));
+  }
+  TLB_ASSIGN_OR_RETURN(std::vector<std::string> lines, store_.BuildLog(task_id));
+  v1::GetBuildLogResponse response;
+  *response.mutable_build() = *std::move(build);
+  for (std::string& line : lines) response.add_lines(std::move(line));
   return response;
 }
 

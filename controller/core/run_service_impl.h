@@ -32,9 +32,11 @@ class RunServiceImpl final : public RunService {
                                                            uint64_t after_id,
                                                            uint32_t limit) override;
   absl::StatusOr<FleetSnapshot> Snapshot() override;
+  absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(int64_t task_id) override;
 
  private:
   int64_t Now() const { return clock_.NowMillis(); }
+  absl::Status PrepareKernelArms(v1::RunSpec& spec);
 
   store::Store& store_;
   FleetState& fleet_;

@@ -40,6 +40,9 @@ struct Session {
   // A write of this stream failed: the stream is being closed and nothing more it sends is
   // handled (the agent reconnects and resends from its spool).
   bool broken = false;
+  // The kernel build this builder agent runs (store/builds.h; 0 = none), and its run.
+  int64_t build_task = 0;
+  std::string build_run_id;
   // The stream's writes, in order: one that fails stops the later ones (store/writer.h).
   std::shared_ptr<store::WriteChain> chain = std::make_shared<store::WriteChain>();
 };

@@ -27,7 +27,7 @@ std::string BetterName(tlbfleet::v1::Better better) {
 std::string ResultsCsvHeader() {
   return "run_id,job_id,arm,param_name,param_value,iteration,metric,series,value,unit,better,"
          "host,boot_id,kernel_release,ceiling_applied,ceiling,ceiling_observed,peer_host,"
-         "agent_id,machine_id,slot,excluded\n";
+         "agent_id,machine_id,slot,excluded,commit,build_id\n";
 }
 
 std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
@@ -52,7 +52,9 @@ std::string ResultsCsvRow(const tlbfleet::v1::Sample& s) {
                  s.agent_id(),
                  s.machine_id(),
                  std::to_string(s.slot()),
-                 s.excluded()});
+                 s.excluded(),
+                 s.commit(),
+                 s.build_id()});
 }
 
 std::string FormatResultsCsv(const tlbfleet::v1::GetResultsResponse& results) {

@@ -5,8 +5,9 @@
 namespace tlbfleet::scheduler {
 
 bool RunUsesBootEntries(const v1::RunSpec& spec) {
-  return std::any_of(spec.arms().begin(), spec.arms().end(),
-                     [](const v1::ArmSpec& arm) { return !arm.boot_entry().empty(); });
+  return std::any_of(spec.arms().begin(), spec.arms().end(), [](const v1::ArmSpec& arm) {
+    return !arm.boot_entry().empty() || arm.has_kernel();
+  });
 }
 
 std::vector<std::string> BootEntryGroups(const v1::RunSpec& spec) {

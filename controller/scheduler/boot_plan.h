@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tlbfleet/v1/common.pb.h"
@@ -31,8 +32,16 @@ inline bool IsCeilingSweep(const v1::SweepSpec& sweep) {
   return sweep.param() == kCeilingSweepParam;
 }
 
-// Whether some arm names a boot entry.
+// Whether some arm names a boot entry, or a kernel built from source (which the controller
+// turns into a boot entry of its own when it accepts the run).
 bool RunUsesBootEntries(const v1::RunSpec& spec);
+
+// The boot entries of kernels built from source are named by the controller: this prefix and
+// a random id ("kernel-3f9a0c1d2e4b"), unique to the run's arm. Agents never configure one.
+inline constexpr char kKernelEntryPrefix[] = "kernel-";
+inline bool IsKernelEntry(std::string_view entry) {
+  return entry.substr(0, sizeof(kKernelEntryPrefix) - 1) == kKernelEntryPrefix;
+}
 
 // The distinct boot entries of the arms, in order of first appearance ("" for arms that name
 // none, when others do). Empty when no arm names one.

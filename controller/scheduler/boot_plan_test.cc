@@ -89,9 +89,24 @@ TEST(BootPlanTest, BootEntryErrorsNameTheField) {
   EXPECT_THAT(
       ParseError(base + "arms: [{name: a, boot_entry: x}]\nhosts: {kernel_release: '6.1*'}\n"),
       HasSubstr("hosts.kernel_release: the arms name boot entries"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernal: x}]\n"),
+              HasSubstr("arms[0].kernal: unknown field (expected one of: name, params, ceiling, "
+                        "boot_entry, kernel)"));
   EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: x}]\n"),
-              HasSubstr("arms[0].kernel: unknown field (expected one of: name, params, ceiling, "
-                        "boot_entry)"));
+              HasSubstr("arms[0].kernel: expected a map with source, rev and config"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux}}]\n"),
+              HasSubstr("arms[0].kernel.rev: required"));
+  EXPECT_THAT(
+      ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: v1, cfg: x}}]\n"),
+      HasSubstr("arms[0].kernel.cfg: unknown field (expected one of: source, rev, config)"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: lin ux, rev: v1}}]\n"),
+              HasSubstr("arms[0].kernel.source"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: '-x'}}]\n"),
+              HasSubstr("arms[0].kernel.rev: a revision may not start with '-'"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: 'a b'}}]\n"),
+              HasSubstr("arms[0].kernel.rev: a git revision has no spaces"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, boot_entry: kernel-x}]\n"),
+              HasSubstr("arms[0].boot_entry: boot entry names starting with \"kernel-\""));
 }
 
 TEST(BootPlanTest, HostsMustHaveEveryEntryTheArmsName) {

@@ -77,6 +77,14 @@ HostFit FitHost(const v1::RunSpec& spec, const v1::HostInfo& host, std::string* 
   }
   for (const std::string& entry : BootEntryGroups(spec)) {
     if (entry.empty()) continue;
+    if (IsKernelEntry(entry)) {
+      // A kernel built from source: the host installs the artifact with its own command.
+      if (host.can_install_kernels()) continue;
+      return fail(absl::StrCat("host ", host.hostname(),
+                               " cannot boot kernels built from source (its agent has no",
+                               " --kernel-install-command)"),
+                  HostFit::kBootEntryMissing);
+    }
     const bool has = std::any_of(host.boot_entries().begin(), host.boot_entries().end(),
                                  [&](const v1::BootEntryInfo& e) { return e.name() == entry; });
     if (has) continue;

@@ -283,6 +283,31 @@ absl::Status ParseSweep(const YAML::Node& node, v1::SweepSpec* sweep) {
   });
 }
 
+// `kernel: {source: linux, rev: v6.1.190, config: lab}` (docs/kernels.md).
+absl::Status ParseKernelRevision(const YAML::Node& node, const std::string& path,
+                                 v1::KernelRevision* kernel) {
+  if (!node.IsMap()) return FieldError(path, "expected a map with source, rev and config");
+  absl::Status s = ForEachEntry(node, path, [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath(path, key);
+    absl::StatusOr<std::string> text = ScalarText(v, field);
+    if (!text.ok()) return text.status();
+    if (key == "source") {
+      kernel->set_source(*text);
+    } else if (key == "rev") {
+      kernel->set_rev(*text);
+    } else if (key == "config") {
+      kernel->set_config(*text);
+    } else {
+      return UnknownField(field, {"source", "rev", "config"});
+    }
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  if (kernel->source().empty()) return FieldError(ChildPath(path, "source"), "required");
+  if (kernel->rev().empty()) return FieldError(ChildPath(path, "rev"), "required");
+  return absl::OkStatus();
+}
+
 absl::Status ParseArms(const YAML::Node& node, v1::RunSpec* spec) {
   if (node.IsNull()) return absl::OkStatus();  // ValidateRunSpec reports the missing arms
   if (!node.IsSequence()) return FieldError("arms", "expected a list");
@@ -307,8 +332,10 @@ absl::Status ParseArms(const YAML::Node& node, v1::RunSpec* spec) {
         absl::StatusOr<std::string> text = ScalarText(v, field);
         if (!text.ok()) return text.status();
         arm->set_boot_entry(*text);
+      } else if (key == "kernel") {
+        return ParseKernelRevision(v, field, arm->mutable_kernel());
       } else {
-        return UnknownField(field, {"name", "params", "ceiling", "boot_entry"});
+        return UnknownField(field, {"name", "params", "ceiling", "boot_entry", "kernel"});
       }
       return absl::OkStatus();
     });

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -79,6 +80,33 @@ absl::Status CheckBootEntryName(const std::string& name, const std::string& path
       return FieldError(path, absl::StrCat("may only contain letters, digits, '.', '_', '+' and "
                                            "'-', got ",
                                            Quote(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Source and config names are the builder agents' (docs/kernels.md); a revision is one git
+// argument, never an option: whether it resolves is the builder's to say.
+absl::Status CheckKernelRevision(const v1::KernelRevision& kernel, const std::string& path) {
+  if (absl::Status s = CheckName(kernel.source(), path + ".source"); !s.ok()) return s;
+  if (!kernel.config().empty()) {
+    if (absl::Status s = CheckName(kernel.config(), path + ".config"); !s.ok()) return s;
+  }
+  const std::string& rev = kernel.rev();
+  if (rev.empty()) return FieldError(path + ".rev", "required");
+  if (rev.size() > 256) {
+    return FieldError(path + ".rev",
+                      absl::StrCat("must be at most 256 characters, got ", rev.size()));
+  }
+  if (rev[0] == '-') {
+    return FieldError(path + ".rev",
+                      absl::StrCat("a revision may not start with '-', got ", Quote(rev)));
+  }
+  for (char c : rev) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '\\') {
+      return FieldError(
+          path + ".rev",
+          absl::StrCat("a git revision has no spaces or control characters, got ", Quote(rev)));
     }
   }
   return absl::OkStatus();
@@ -302,6 +330,22 @@ absl::Status CheckArms(const catalogue::WorkloadSchema& workload, const v1::RunS
       if (absl::Status s = CheckBootEntryName(arm.boot_entry(), path + ".boot_entry"); !s.ok()) {
         return s;
       }
+      // The controller names a kernel arm's boot entry itself (kernel-<id>): a user's entry
+      // of that form would be taken for one, and an arm has one boot entry.
+      const bool generated = absl::StartsWith(arm.boot_entry(), kKernelEntryPrefix);
+      if (arm.has_kernel() && !generated) {
+        return FieldError(path + ".boot_entry",
+                          "an arm boots either a boot entry or a kernel built from source "
+                          "(kernel:), not both");
+      }
+      if (!arm.has_kernel() && generated) {
+        return FieldError(path + ".boot_entry",
+                          absl::StrCat("boot entry names starting with ", Quote(kKernelEntryPrefix),
+                                       " are the controller's, for kernels built from source"));
+      }
+    }
+    if (arm.has_kernel()) {
+      if (absl::Status s = CheckKernelRevision(arm.kernel(), path + ".kernel"); !s.ok()) return s;
     }
   }
   return absl::OkStatus();

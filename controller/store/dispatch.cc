@@ -7,6 +7,7 @@
 #include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/store/boot_requests.h"
+#include "controller/store/builds.h"
 #include "controller/store/events.h"
 #include "controller/store/runs.h"
 #include "controller/store/slots.h"
@@ -32,6 +33,17 @@ absl::StatusOr<QueuedJob> QueuedJobFromRow(const Statement& row, int id_col, int
   return job;
 }
 
+// Whether a boot into `entry` can be asked for: always, unless the entry is a kernel arm's whose
+// build has not succeeded yet (the slot waits: nothing to boot). For a built kernel, `kernel`
+// is what the reboot request carries.
+absl::StatusOr<bool> KernelReady(Database& db, const std::string& entry, v1::KernelToBoot* kernel) {
+  if (!scheduler::IsKernelEntry(entry)) return true;
+  TLB_ASSIGN_OR_RETURN(std::optional<v1::KernelBuild> build, builds::ForEntry(db, entry));
+  if (!build.has_value() || build->state() != "succeeded") return false;
+  *kernel = builds::KernelToBootOf(*build);
+  return true;
+}
+
 // The next queued job of `slot` that boot `boot_id` may run, recording which boot index a
 // fresh boot serves. Jobs of one boot index run on one boot, and a boot serves one index;
 // when the slot has work only for another index, `reboot_reason` says which. For a run whose
@@ -41,9 +53,16 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
                                                         int64_t run_id, const v1::RunSpec& spec,
                                                         int64_t slot, const LeaseRequest& request,
                                                         std::string* reboot_reason,
-                                                        std::string* reboot_entry) {
+                                                        std::string* reboot_entry,
+                                                        v1::KernelToBoot* reboot_kernel) {
   const std::string& boot_id = request.boot_id;
   const bool entry_run = scheduler::RunUsesBootEntries(spec);
+  if (entry_run) {
+    // A run with kernels built from source starts once every build has succeeded: a build
+    // that fails fails the run, and measuring the other arms first would waste the host.
+    TLB_ASSIGN_OR_RETURN(bool waiting, builds::Unfinished(db, run_id));
+    if (waiting) return std::optional<QueuedJob>();
+  }
   auto first_queued = [&](int64_t boot_index) -> absl::StatusOr<std::optional<QueuedJob>> {
     TLB_ASSIGN_OR_RETURN(Statement q,
                          db.Prepare("SELECT id, attempts, assignment FROM jobs"
@@ -77,6 +96,12 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
                                     "boot ", index + 1, " ran on boot_id ", boot_id, ")");
       if (entry_run) {
         TLB_ASSIGN_OR_RETURN(*reboot_entry, boot_requests::EntryOf(db, run_id, slot, lowest));
+        TLB_ASSIGN_OR_RETURN(bool ready, KernelReady(db, *reboot_entry, reboot_kernel));
+        if (!ready) {
+          reboot_reason->clear();
+          reboot_entry->clear();
+          return job;
+        }
         TLB_RETURN_IF_ERROR(
             boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
         absl::StrAppend(reboot_reason, " into boot entry ", *reboot_entry);
@@ -90,6 +115,11 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
                                               request.boot_entry_failed));
     if (!claimed) {
       TLB_ASSIGN_OR_RETURN(*reboot_entry, boot_requests::EntryOf(db, run_id, slot, lowest));
+      TLB_ASSIGN_OR_RETURN(bool ready, KernelReady(db, *reboot_entry, reboot_kernel));
+      if (!ready) {
+        reboot_entry->clear();
+        return std::optional<QueuedJob>();
+      }
       TLB_RETURN_IF_ERROR(boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
       *reboot_reason = absl::StrCat("run ", run_id, " boot ", lowest + 1,
                                     " needs a fresh boot into boot entry ", *reboot_entry);
@@ -321,14 +351,17 @@ absl::StatusOr<LeaseResult> LeaseFromRun(Database& db, EventBatch& events,
     // of the slot cut short by an unplanned reboot is measured again on this one.
     std::string why;
     std::string entry;
-    TLB_ASSIGN_OR_RETURN(std::optional<QueuedJob> on_this_boot,
-                         PickJobForBoot(db, events, rid, spec, slot, request, &why, &entry));
+    v1::KernelToBoot kernel;
+    TLB_ASSIGN_OR_RETURN(
+        std::optional<QueuedJob> on_this_boot,
+        PickJobForBoot(db, events, rid, spec, slot, request, &why, &entry, &kernel));
     if (!on_this_boot.has_value()) {
       if (!why.empty()) {
         result.kind = LeaseResult::Kind::kNeedsReboot;
         result.run_id = run_id;
         result.reboot_reason = std::move(why);
         result.reboot_entry = std::move(entry);
+        result.reboot_kernel = std::move(kernel);
       }
       return result;
     }

@@ -494,6 +494,43 @@ CREATE TABLE abandoned_work (
 );
 CREATE INDEX abandoned_work_by_run ON abandoned_work(run_id, id);
 )sql"},
+      {16, "kernels built from source: a run's builds and their logs", R"sql(
+-- One build per arm of a run that names `kernel:` (docs/kernels.md). boot_entry is the arm's
+-- boot entry, named by the controller ("kernel-<id>"); a sample's boot entry names its build.
+CREATE TABLE builds (
+  id             INTEGER PRIMARY KEY,
+  run_id         INTEGER NOT NULL REFERENCES runs(id),
+  arm            TEXT NOT NULL,
+  boot_entry     TEXT NOT NULL UNIQUE,
+  source         TEXT NOT NULL,
+  rev            TEXT NOT NULL,
+  config         TEXT NOT NULL,
+  state          TEXT NOT NULL DEFAULT 'queued',
+  agent_id       TEXT NOT NULL DEFAULT '',
+  builder        TEXT NOT NULL DEFAULT '',
+  attempts       INTEGER NOT NULL DEFAULT 0,
+  commit_hash    TEXT NOT NULL DEFAULT '',
+  subject        TEXT NOT NULL DEFAULT '',
+  author         TEXT NOT NULL DEFAULT '',
+  artifact_id    TEXT NOT NULL DEFAULT '',
+  build_id       TEXT NOT NULL DEFAULT '',
+  kernel_release TEXT NOT NULL DEFAULT '',
+  reason         TEXT NOT NULL DEFAULT '',
+  reused         INTEGER NOT NULL DEFAULT 0,
+  log_lines      INTEGER NOT NULL DEFAULT 0,
+  started_ms     INTEGER NOT NULL DEFAULT 0,
+  finished_ms    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX builds_by_run ON builds(run_id, id);
+CREATE INDEX builds_by_state ON builds(state, id);
+CREATE INDEX builds_by_commit ON builds(source, config, commit_hash);
+CREATE TABLE build_log (
+  build INTEGER NOT NULL REFERENCES builds(id),
+  seq   INTEGER NOT NULL,
+  line  TEXT NOT NULL,
+  PRIMARY KEY (build, seq)
+) WITHOUT ROWID;
+)sql"},
   };
   return kMigrations;
 }

@@ -323,6 +323,19 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
     // A host row that does not parse only loses the machine id of its samples.
     if (info.ParseFromString(hosts_q.Blob(1))) machine_of[hosts_q.Text(0)] = info.machine_id();
   }
+  // The builds of the run's kernel arms, by boot entry: a sample on such an entry ran on that
+  // build (the agent reports the entry only when the running kernel is the build), so its
+  // commit and build id are the build's, whatever the sample itself says.
+  std::unordered_map<std::string, std::pair<std::string, std::string>> build_of_entry;
+  TLB_ASSIGN_OR_RETURN(Statement builds_q,
+                       db.Prepare("SELECT boot_entry, commit_hash, build_id FROM builds"
+                                  " WHERE run_id = ?1"));
+  builds_q.Bind(1, run_id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, builds_q.Step());
+    if (!row) break;
+    build_of_entry[builds_q.Text(0)] = {builds_q.Text(1), builds_q.Text(2)};
+  }
   std::vector<v1::Sample> out;
   out.reserve(run.samples());
   for (;;) {
@@ -359,6 +372,12 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
     }
     if (auto m = machine_of.find(sm.agent_id()); m != machine_of.end()) {
       sm.set_machine_id(m->second);
+    }
+    if (!build_of_entry.empty()) {
+      if (auto b = build_of_entry.find(sm.boot_entry()); b != build_of_entry.end()) {
+        sm.set_commit(b->second.first);
+        sm.set_build_id(b->second.second);
+      }
     }
   }
   return out;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "controller/scheduler/run_spec.h"
+#include "controller/store/builds.h"
 #include "controller/store/events.h"
 #include "controller/store/slots.h"
 
@@ -259,6 +260,7 @@ absl::Status Fail(Database& db, EventBatch& events, int64_t run_id, const std::s
                        db.Prepare("UPDATE jobs SET state = 'cancelled', finished_ms = ?2"
                                   " WHERE run_id = ?1 AND state = 'queued'"));
   TLB_RETURN_IF_ERROR(jobs.Bind(1, run_id).Bind(2, now_ms).Run());
+  TLB_RETURN_IF_ERROR(builds::CancelOfRun(db, events, run_id, "the run failed", now_ms).status());
   return events::Record(db, events,
                         events::StateChange(run_id, v1::RUN_STATE_FAILED, error, now_ms));
 }
@@ -286,6 +288,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Cancel(Database
                        db.Prepare("UPDATE runs SET state = 'cancelled', finished_ms = ?2,"
                                   " error = 'cancelled by user' WHERE id = ?1"));
   TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, now_ms).Run());
+  // Builders of the run's builds are told by the hub, which sees their runs end.
+  TLB_RETURN_IF_ERROR(
+      builds::CancelOfRun(db, events, run_id, "the run was cancelled", now_ms).status());
   TLB_RETURN_IF_ERROR(events::Record(
       db, events,
       events::StateChange(run_id, v1::RUN_STATE_CANCELLED, "cancelled by user", now_ms)));

@@ -8,6 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/status_macros.h"
 #include "controller/store/agents.h"
+#include "controller/store/builds.h"
 #include "controller/store/dispatch.h"
 #include "controller/store/events.h"
 #include "controller/store/internal.h"
@@ -174,6 +175,7 @@ absl::StatusOr<std::string> Store::CreateRun(const v1::RunSpec& spec, const std:
       int64_t run_id,
       WriteSync<int64_t>([&](Database& db, EventBatch& events) -> absl::StatusOr<int64_t> {
         TLB_ASSIGN_OR_RETURN(int64_t id, runs::Insert(db, spec, spec_yaml, now_ms, false));
+        TLB_RETURN_IF_ERROR(builds::InsertForRun(db, id, spec));
         TLB_RETURN_IF_ERROR(runs::InsertJobs(db, id, spec, jobs, -1));
         TLB_RETURN_IF_ERROR(runs::Submitted(db, events, id, now_ms));
         return id;
@@ -187,6 +189,7 @@ absl::StatusOr<std::string> Store::CreateDeferredRun(const v1::RunSpec& spec,
       int64_t run_id,
       WriteSync<int64_t>([&](Database& db, EventBatch& events) -> absl::StatusOr<int64_t> {
         TLB_ASSIGN_OR_RETURN(int64_t id, runs::Insert(db, spec, spec_yaml, now_ms, true));
+        TLB_RETURN_IF_ERROR(builds::InsertForRun(db, id, spec));
         TLB_RETURN_IF_ERROR(runs::Submitted(db, events, id, now_ms));
         return id;
       }));
@@ -198,6 +201,7 @@ absl::StatusOr<v1::Run> Store::GetRun(const std::string& run_id) {
   return readers_.Read([id](Database& db) -> absl::StatusOr<v1::Run> {
     TLB_ASSIGN_OR_RETURN(v1::Run run, runs::Load(db, id));
     TLB_RETURN_IF_ERROR(slots::LoadAbandoned(db, id, &run));
+    TLB_RETURN_IF_ERROR(builds::LoadForRun(db, id, &run));
     return run;
   });
 }
@@ -415,6 +419,68 @@ absl::Status Store::FinishAdaptiveRun(const std::string& run_id, const std::stri
 }
 
 // --- run events and gauges ----------------------------------------------------------------
+
+// --- kernel builds --------------------------------------------------------------------------
+
+absl::StatusOr<std::optional<v1::KernelBuild>> Store::TakeBuild(const std::string& agent_id,
+                                                                const v1::HostInfo& host,
+                                                                int64_t now_ms) {
+  return WriteSync<std::optional<v1::KernelBuild>>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<std::optional<v1::KernelBuild>> {
+        return builds::Take(db, events, agent_id, host, now_ms);
+      });
+}
+
+absl::StatusOr<builds::ProgressResult> Store::BuildProgress(const std::string& agent_id,
+                                                            const v1::BuildProgress& progress,
+                                                            int64_t now_ms) {
+  return WriteSync<builds::ProgressResult>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<builds::ProgressResult> {
+        return builds::Progress(db, events, agent_id, progress, now_ms);
+      });
+}
+
+absl::StatusOr<builds::CompleteResult> Store::CompleteBuild(const std::string& agent_id,
+                                                            const v1::BuildComplete& complete,
+                                                            int64_t now_ms) {
+  return WriteSync<builds::CompleteResult>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<builds::CompleteResult> {
+        return builds::Complete(db, events, agent_id, complete, now_ms);
+      });
+}
+
+absl::StatusOr<builds::CompleteResult> Store::ReuseBuild(int64_t task_id,
+                                                         const v1::KernelBuild& from,
+                                                         int64_t now_ms) {
+  return WriteSync<builds::CompleteResult>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<builds::CompleteResult> {
+        return builds::Reuse(db, events, task_id, from, now_ms);
+      });
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::ReleaseBuilds(const std::string& agent_id,
+                                                          const std::string& reason,
+                                                          int64_t now_ms) {
+  return WriteSync<std::vector<int64_t>>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<std::vector<int64_t>> {
+        return builds::Release(db, events, agent_id, reason, now_ms);
+      });
+}
+
+absl::StatusOr<std::optional<v1::KernelBuild>> Store::GetBuild(int64_t task_id) {
+  return readers_.Read([&](Database& db) { return builds::Load(db, task_id); });
+}
+
+absl::StatusOr<std::string> Store::RunOfBuild(int64_t task_id) {
+  TLB_ASSIGN_OR_RETURN(int64_t run,
+                       readers_.Read([&](Database& db) { return builds::RunOf(db, task_id); }));
+  if (run == 0) return absl::NotFoundError(absl::StrCat("build ", task_id, " not found"));
+  return absl::StrCat(run);
+}
+
+absl::StatusOr<std::vector<std::string>> Store::BuildLog(int64_t task_id) {
+  return readers_.Read([&](Database& db) { return builds::LogLines(db, task_id); });
+}
 
 absl::StatusOr<v1::RunEvent> Store::RecordRunEvent(v1::RunEvent event) {
   TLB_RETURN_IF_ERROR(ParseRunId(event.run_id()).status());

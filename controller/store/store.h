@@ -41,6 +41,7 @@
 
 #include "absl/status/statusor.h"
 #include "controller/scheduler/expand.h"
+#include "controller/store/builds.h"
 #include "controller/store/reader_pool.h"
 #include "controller/store/sqlite.h"
 #include "controller/store/writer.h"
@@ -145,6 +146,8 @@ struct LeaseResult {
   std::string peer_agent_id;     // kLeased: what LeaseRequest::peer_for returned
   std::string reboot_reason;     // kNeedsReboot: which boot needs a fresh boot, and why
   std::string reboot_entry;      // kNeedsReboot: the boot entry it must be ("" = any)
+  // kNeedsReboot into a kernel built from source: the build to boot (RebootRequest.kernel).
+  v1::KernelToBoot reboot_kernel;
 };
 
 // What an expired (or released) lease turned into.
@@ -380,6 +383,25 @@ class Store {
   absl::Status FinishAdaptiveRun(const std::string& run_id, const std::string& reason,
                                  int64_t now_ms);
 
+  // --- kernel builds (builds.h says what each does) ---
+  absl::StatusOr<std::optional<v1::KernelBuild>> TakeBuild(const std::string& agent_id,
+                                                           const v1::HostInfo& host,
+                                                           int64_t now_ms);
+  absl::StatusOr<builds::ProgressResult> BuildProgress(const std::string& agent_id,
+                                                       const v1::BuildProgress& progress,
+                                                       int64_t now_ms);
+  absl::StatusOr<builds::CompleteResult> CompleteBuild(const std::string& agent_id,
+                                                       const v1::BuildComplete& complete,
+                                                       int64_t now_ms);
+  absl::StatusOr<builds::CompleteResult> ReuseBuild(int64_t task_id, const v1::KernelBuild& from,
+                                                    int64_t now_ms);
+  // agent_id "" = every build building (a controller that starts: their builders' streams
+  // ended with the old controller, and a builder ends its build when its stream does).
+  absl::StatusOr<std::vector<int64_t>> ReleaseBuilds(const std::string& agent_id,
+                                                     const std::string& reason, int64_t now_ms);
+  absl::StatusOr<std::optional<v1::KernelBuild>> GetBuild(int64_t task_id);
+  absl::StatusOr<std::string> RunOfBuild(int64_t task_id);  // NOT_FOUND for an unknown build
+  absl::StatusOr<std::vector<std::string>> BuildLog(int64_t task_id);
   // --- run events ---
   // Records an event that only the core knows about (e.g. a reboot): fills in its id and the
   // run's counts, and passes it to the sink like the others. Returns it as stored.
