@@ -1,6 +1,7 @@
 // tlbfleet-controller: the fleet's scheduler, store and API.
 //
 //   tlbfleet-controller --grpc-listen 127.0.0.1:7070 --http-listen 127.0.0.1:8080 --db PATH
+//       [--artifact-dir DIR] [--artifact-quota 10G]
 //   tlbfleet-controller token create --db PATH --role operator --name alice
 //   tlbfleet-controller token list|revoke --db PATH ...
 //   tlbfleet-controller audit --db PATH
@@ -13,9 +14,13 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/config/yaml_config.h"
@@ -25,6 +30,7 @@
 #include "common/systemd/notifier.h"
 #include "common/version.h"
 #include "controller/admin/admin_commands.h"
+#include "controller/api/artifact_service.h"
 #include "controller/api/auth.h"
 #include "controller/api/fleet_api.h"
 #include "controller/api/grpc_services.h"
@@ -35,6 +41,8 @@
 #include "controller/api/run_event_streams.h"
 #include "controller/api/static_files.h"
 #include "controller/api/tls.h"
+#include "controller/artifacts/artifact_store.h"
+#include "controller/artifacts/paths.h"
 #include "controller/core/controller.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/nightly/file_clock.h"
@@ -68,9 +76,49 @@ struct DaemonOptions {
   double reconnect_grace_seconds = 0;
   double reboot_return_seconds = 900;
   double session_hours = 12;
+  std::string artifact_dir;  // "": paths::ArtifactDirForDatabase(db_path)
+  std::string artifact_quota = "10G";
   tlbfleet::api::TlsFiles tls;
   bool insecure_no_tls = false;
 };
+
+// "10737418240", "512K", "10G", "1.5G", "10GiB": bytes, with a binary K/M/G/T suffix (an
+// optional "B" or "iB" after it). nullopt for anything else, zero, or more than 2^64-1.
+std::optional<uint64_t> ParseByteSize(std::string text) {
+  text = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(text));
+  for (const char* unit_suffix : {"IB", "B"}) {
+    const std::string suffix = unit_suffix;
+    if (text.size() > suffix.size() + 1 &&
+        text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+        std::string("KMGT").find(text[text.size() - suffix.size() - 1]) != std::string::npos) {
+      text.resize(text.size() - suffix.size());
+      break;
+    }
+  }
+  int shift = 0;
+  if (!text.empty()) {
+    const size_t unit = std::string("KMGT").find(text.back());
+    if (unit != std::string::npos) {
+      shift = 10 * static_cast<int>(unit + 1);
+      text.pop_back();
+    }
+  }
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string::npos) {
+    return std::nullopt;
+  }
+  uint64_t whole = 0;
+  if (text.find('.') == std::string::npos) {
+    if (!absl::SimpleAtoi(text, &whole) || whole == 0) return std::nullopt;
+    if (shift > 0 && whole > (UINT64_MAX >> shift)) return std::nullopt;
+    return whole << shift;
+  }
+  // A fraction only with a unit ("1.5G"), rounded down to a byte.
+  double value = 0;
+  if (shift == 0 || !absl::SimpleAtod(text, &value) || !(value > 0)) return std::nullopt;
+  const double bytes = value * static_cast<double>(uint64_t{1} << shift);
+  if (bytes < 1 || bytes >= 18446744073709551615.0) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
 
 void WarnAboutAuthentication(tlbfleet::api::Authenticator& auth, bool loopback_only) {
   absl::StatusOr<bool> dev = auth.DevelopmentMode();
@@ -122,6 +170,12 @@ int RunDaemon(const DaemonOptions& o) {
   if (!grpc_credentials.ok()) {
     return Fail(kExitConfig, std::string(grpc_credentials.status().message()));
   }
+  std::optional<uint64_t> artifact_quota = ParseByteSize(o.artifact_quota);
+  if (!artifact_quota) {
+    return Fail(kExitConfig, absl::StrCat("--artifact-quota ", o.artifact_quota,
+                                          ": not a size (bytes, or a number with K, M, G or T "
+                                          "for KiB, MiB, GiB, TiB: 10G), or zero"));
+  }
 
   tlbfleet::store::StoreOptions store_options;
   store_options.max_batch_ms = o.store_batch_ms;
@@ -138,6 +192,23 @@ int RunDaemon(const DaemonOptions& o) {
   if (!auth_store.ok()) {
     return Fail(kExitConfig, absl::StrCat("--db ", o.db_path, ": ", auth_store.status().message()));
   }
+  // Built kernels (docs/kernels.md, "Artifacts"): outside SQLite, with a quota of their own.
+  const std::string artifact_dir =
+      o.artifact_dir.empty() ? tlbfleet::artifacts::paths::ArtifactDirForDatabase(o.db_path)
+                             : o.artifact_dir;
+  tlbfleet::artifacts::ArtifactStore::Options artifact_options;
+  artifact_options.quota_bytes = *artifact_quota;
+  absl::StatusOr<std::unique_ptr<tlbfleet::artifacts::ArtifactStore>> artifacts =
+      tlbfleet::artifacts::ArtifactStore::Open(artifact_dir, artifact_options);
+  if (!artifacts.ok()) {
+    // Another controller holding the directory, or one that cannot be written: nothing to
+    // retry, as for --db.
+    return Fail(absl::IsFailedPrecondition(artifacts.status()) ||
+                        absl::IsPermissionDenied(artifacts.status())
+                    ? kExitConfig
+                    : kExitFailure,
+                absl::StrCat("--artifact-dir ", artifact_dir, ": ", artifacts.status().message()));
+  }
 
   tlbfleet::core::ControllerOptions options;
   options.lease_ms = static_cast<int64_t>(o.lease_seconds * 1000);
@@ -148,6 +219,7 @@ int RunDaemon(const DaemonOptions& o) {
   options.tick_ms = std::clamp<int64_t>(options.lease_ms / 8, 50, 1000);
   options.reconnect_grace_ms = static_cast<int64_t>(o.reconnect_grace_seconds * 1000);
   options.reboot_return_ms = static_cast<int64_t>(o.reboot_return_seconds * 1000);
+  options.artifacts = artifacts->get();
   if (options.heartbeat_ms * 2 > options.lease_ms) {
     return Fail(kExitConfig,
                 absl::StrCat("--heartbeat-seconds ", options.heartbeat_ms / 1000.0,
@@ -210,6 +282,11 @@ int RunDaemon(const DaemonOptions& o) {
                                       /*require_client_certificate=*/!o.tls.client_ca.empty(),
                                       count_call);
   api::FleetServiceImpl fleet_service(fleet, auth, count_call);
+  api::ArtifactServiceImpl::Options artifact_service_options;
+  artifact_service_options.quota_bytes = *artifact_quota;
+  artifact_service_options.require_client_certificate = !o.tls.client_ca.empty();
+  artifact_service_options.on_call = count_call;
+  api::ArtifactServiceImpl artifact_service(**artifacts, auth, artifact_service_options);
 
   api::NightlyApi nightly_api(nightly, audit);
   api::NightlyServiceImpl nightly_service(nightly_api, auth, count_call);
@@ -218,6 +295,7 @@ int RunDaemon(const DaemonOptions& o) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(o.grpc_listen, *grpc_credentials, &grpc_port);
   builder.RegisterService(&agent_service);
+  builder.RegisterService(&artifact_service);
   builder.RegisterService(&fleet_service);
   builder.RegisterService(&nightly_service);
   // Half-open agent streams are noticed within kHalfOpenDetectionMs (grpc_keepalive.h).
@@ -265,6 +343,8 @@ int RunDaemon(const DaemonOptions& o) {
   spdlog::info("tlbfleet-controller {} listening: grpc {}:{} http {}:{} db {} lease {} s",
                tlbfleet::kVersion, grpc_addr->first, grpc_port, http_addr->first, (*http)->port(),
                o.db_path, o.lease_seconds);
+  spdlog::info("artifacts: {} ({} of {} used)", artifact_dir,
+               api::HumanBytes((*artifacts)->UsedBytes()), api::HumanBytes(*artifact_quota));
   spdlog::info("dashboard: {}",
                files.root().empty()
                    ? absl::StrCat("none (no index.html in ",
@@ -330,6 +410,12 @@ int main(int argc, char** argv) {
                  "HTTP address: JSON API, dashboard, /healthz (port 0: any)")
       ->capture_default_str();
   app.add_option("--db", o.db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  app.add_option("--artifact-dir", o.artifact_dir,
+                 "where built kernels are kept (default: <db>.artifacts beside the database)");
+  app.add_option("--artifact-quota", o.artifact_quota,
+                 "the most the kept kernels may hold together, in bytes or with K, M, G or T "
+                 "(binary units); the least recently used unpinned ones are evicted")
       ->capture_default_str();
   app.add_option("--dashboard-dir", o.dashboard_dir,
                  "built dashboard to serve at / (default: <binary's dir>/../dashboard/dist, "
