@@ -60,6 +60,7 @@ void Hub::DispatchBuildsLocked() {
     task->set_source(b.kernel().source());
     task->set_rev(b.kernel().rev());
     task->set_config(b.kernel().config());
+    task->set_revert(b.kernel().revert());
     session->channel->Send(message);
   }
   // Nothing queued that a connected builder can build: look again when something changes

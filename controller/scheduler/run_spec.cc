@@ -297,8 +297,10 @@ absl::Status ParseKernelRevision(const YAML::Node& node, const std::string& path
       kernel->set_rev(*text);
     } else if (key == "config") {
       kernel->set_config(*text);
+    } else if (key == "revert") {
+      kernel->set_revert(*text);
     } else {
-      return UnknownField(field, {"source", "rev", "config"});
+      return UnknownField(field, {"source", "rev", "config", "revert"});
     }
     return absl::OkStatus();
   });

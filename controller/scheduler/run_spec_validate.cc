@@ -87,28 +87,31 @@ absl::Status CheckBootEntryName(const std::string& name, const std::string& path
 
 // Source and config names are the builder agents' (docs/kernels.md); a revision is one git
 // argument, never an option: whether it resolves is the builder's to say.
+absl::Status CheckRevision(const std::string& rev, const std::string& field) {
+  if (rev.empty()) return FieldError(field, "required");
+  if (rev.size() > 256) {
+    return FieldError(field, absl::StrCat("must be at most 256 characters, got ", rev.size()));
+  }
+  if (rev[0] == '-') {
+    return FieldError(field, absl::StrCat("a revision may not start with '-', got ", Quote(rev)));
+  }
+  for (char c : rev) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '\\') {
+      return FieldError(
+          field,
+          absl::StrCat("a git revision has no spaces or control characters, got ", Quote(rev)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckKernelRevision(const v1::KernelRevision& kernel, const std::string& path) {
   if (absl::Status s = CheckName(kernel.source(), path + ".source"); !s.ok()) return s;
   if (!kernel.config().empty()) {
     if (absl::Status s = CheckName(kernel.config(), path + ".config"); !s.ok()) return s;
   }
-  const std::string& rev = kernel.rev();
-  if (rev.empty()) return FieldError(path + ".rev", "required");
-  if (rev.size() > 256) {
-    return FieldError(path + ".rev",
-                      absl::StrCat("must be at most 256 characters, got ", rev.size()));
-  }
-  if (rev[0] == '-') {
-    return FieldError(path + ".rev",
-                      absl::StrCat("a revision may not start with '-', got ", Quote(rev)));
-  }
-  for (char c : rev) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f || c == '\\') {
-      return FieldError(
-          path + ".rev",
-          absl::StrCat("a git revision has no spaces or control characters, got ", Quote(rev)));
-    }
-  }
+  if (absl::Status s = CheckRevision(kernel.rev(), path + ".rev"); !s.ok()) return s;
+  if (!kernel.revert().empty()) return CheckRevision(kernel.revert(), path + ".revert");
   return absl::OkStatus();
 }
 

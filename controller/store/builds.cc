@@ -15,7 +15,7 @@ namespace {
 constexpr char kBuildColumns[] =
     "id, run_id, arm, boot_entry, source, rev, config, state, builder, commit_hash, subject,"
     " author, artifact_id, build_id, kernel_release, reason, reused, log_lines, started_ms,"
-    " finished_ms, agent_id, attempts";
+    " finished_ms, agent_id, attempts, revert";
 
 struct Row {
   v1::KernelBuild build;
@@ -49,6 +49,7 @@ Row BuildFromRow(const Statement& q) {
   b.set_finished_unix_ms(q.Int(19));
   row.agent_id = q.Text(20);
   row.attempts = q.Int(21);
+  b.mutable_kernel()->set_revert(q.Text(22));
   return row;
 }
 
@@ -78,6 +79,9 @@ absl::Status Record(Database& db, EventBatch& events, int64_t run_id, const v1::
 
 std::string Describe(const v1::KernelBuild& b) {
   return absl::StrCat("arm ", b.arm(), ": kernel ", b.kernel().source(), " ", b.kernel().rev(),
+                      b.kernel().revert().empty()
+                          ? ""
+                          : absl::StrCat(" with ", b.kernel().revert().substr(0, 12), " reverted"),
                       b.commit().empty() ? "" : absl::StrCat(" (", b.commit().substr(0, 12), ")"),
                       " with config ", b.kernel().config());
 }
@@ -152,8 +156,8 @@ absl::Status FailRunFor(Database& db, EventBatch& events, int64_t run_id, const 
 
 absl::Status InsertForRun(Database& db, int64_t run_id, const v1::RunSpec& spec) {
   TLB_ASSIGN_OR_RETURN(Statement insert,
-                       db.Prepare("INSERT INTO builds(run_id, arm, boot_entry, source, rev, config)"
-                                  " VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+                       db.Prepare("INSERT INTO builds(run_id, arm, boot_entry, source, rev, config,"
+                                  " revert) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
   for (const v1::ArmSpec& arm : spec.arms()) {
     if (!arm.has_kernel()) continue;
     if (arm.boot_entry().empty()) {
@@ -167,6 +171,7 @@ absl::Status InsertForRun(Database& db, int64_t run_id, const v1::RunSpec& spec)
                             .Bind(4, arm.kernel().source())
                             .Bind(5, arm.kernel().rev())
                             .Bind(6, arm.kernel().config())
+                            .Bind(7, arm.kernel().revert())
                             .Run());
   }
   return absl::OkStatus();
@@ -268,12 +273,13 @@ absl::StatusOr<ProgressResult> Progress(Database& db, EventBatch& events,
         Statement q,
         db.Prepare(absl::StrCat("SELECT ", kBuildColumns,
                                 " FROM builds WHERE source = ?1 AND config = ?2 AND"
-                                " commit_hash = ?3 AND state = 'succeeded' AND artifact_id <> ''"
-                                " AND id <> ?4 ORDER BY id DESC LIMIT 1")));
+                                " commit_hash = ?3 AND revert = ?5 AND state = 'succeeded'"
+                                " AND artifact_id <> '' AND id <> ?4 ORDER BY id DESC LIMIT 1")));
     q.Bind(1, row->build.kernel().source())
         .Bind(2, row->build.kernel().config())
         .Bind(3, progress.commit())
-        .Bind(4, progress.task_id());
+        .Bind(4, progress.task_id())
+        .Bind(5, row->build.kernel().revert());
     TLB_ASSIGN_OR_RETURN(bool found, q.Step());
     if (found) result.reusable = BuildFromRow(q).build;
   }

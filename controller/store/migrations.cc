@@ -505,6 +505,7 @@ CREATE TABLE builds (
   source         TEXT NOT NULL,
   rev            TEXT NOT NULL,
   config         TEXT NOT NULL,
+  revert         TEXT NOT NULL DEFAULT '',
   state          TEXT NOT NULL DEFAULT 'queued',
   agent_id       TEXT NOT NULL DEFAULT '',
   builder        TEXT NOT NULL DEFAULT '',
@@ -523,7 +524,7 @@ CREATE TABLE builds (
 );
 CREATE INDEX builds_by_run ON builds(run_id, id);
 CREATE INDEX builds_by_state ON builds(state, id);
-CREATE INDEX builds_by_commit ON builds(source, config, commit_hash);
+CREATE INDEX builds_by_commit ON builds(source, config, commit_hash, revert);
 CREATE TABLE build_log (
   build INTEGER NOT NULL REFERENCES builds(id),
   seq   INTEGER NOT NULL,
