@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/artifacts/artifact_for_test.h"
 #include "controller/artifacts/artifact_store.h"
@@ -360,6 +362,66 @@ TEST_F(ControllerBuildsTest, ATestingHostThatCannotInstallKernelsFailsTheRunAtOn
   absl::StatusOr<v1::Run> run = runs().GetRun(run_id);
   EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
   EXPECT_NE(run->error().find("--kernel-install-command"), std::string::npos) << run->error();
+}
+
+}  // namespace
+}  // namespace tlbfleet::core
+
+namespace tlbfleet::core {
+namespace {
+
+class ControllerGitQueryTest : public ControllerFixture {};
+
+TEST_F(ControllerGitQueryTest, ABuilderAnswersAQuestionAboutItsSourceAndErrorsKeepTheirKind) {
+  v1::GitQuery query;
+  query.set_source("linux");
+  query.set_kind(v1::GitQuery::KIND_RANGE);
+  query.set_good("v1");
+  query.set_bad("v2");
+  // No builder of that source: nobody to ask.
+  EXPECT_EQ(runs().QueryGit(query, absl::Milliseconds(50)).status().code(),
+            absl::StatusCode::kUnavailable);
+
+  FakeChannel builder;
+  ASSERT_TRUE(agents().Register(&builder, BuilderHello("b1")).ok());
+  // A builder that answers from another thread, as a gRPC stream would.
+  auto answer_next = [&](v1::GitAnswer answer) {
+    const int before = builder.Count(v1::ControllerMessage::kGitQuery);
+    return std::thread([&, answer, before]() mutable {
+      // Count() takes the channel's lock: once it shows the new query, the vector holds it,
+      // and nothing else is sent while QueryGit waits.
+      for (int i = 0; i < 5000 && builder.Count(v1::ControllerMessage::kGitQuery) == before; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      answer.set_query_id(builder.sent.back().git_query().query_id());
+      v1::AgentMessage m;
+      *m.mutable_git_answer() = answer;
+      agents().OnMessage(&builder, m);
+    });
+  };
+  v1::GitAnswer range;
+  range.add_commits()->set_hash(std::string(40, '1'));
+  range.add_commits()->set_hash(std::string(40, '2'));
+  std::thread t1 = answer_next(range);
+  absl::StatusOr<v1::GitAnswer> got = runs().QueryGit(query, absl::Seconds(10));
+  t1.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->commits_size(), 2);
+  EXPECT_EQ(got->commits(1).hash(), std::string(40, '2'));
+  EXPECT_EQ(builder.sent.back().git_query().good(), "v1");
+
+  v1::GitAnswer wrong;
+  wrong.set_error("good v2 is not an ancestor of bad v1");
+  wrong.set_invalid(true);
+  std::thread t2 = answer_next(wrong);
+  got = runs().QueryGit(query, absl::Seconds(10));
+  t2.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(got.status().message().find("not an ancestor"), std::string::npos);
+
+  // A builder that does not answer.
+  EXPECT_EQ(runs().QueryGit(query, absl::Milliseconds(50)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 }  // namespace

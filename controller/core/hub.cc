@@ -382,6 +382,12 @@ void Hub::OnMessage(AgentChannel* channel, v1::AgentMessage message) {
       case v1::AgentMessage::kBuildProgress:
         HandleBuildProgressLocked(*session, message.build_progress());
         break;
+      case v1::AgentMessage::kGitAnswer:
+        if (auto q = git_queries_.find(message.git_answer().query_id());
+            q != git_queries_.end() && q->second == session->agent_id) {
+          git_answers_[q->first] = message.git_answer();
+        }
+        break;
       case v1::AgentMessage::kBuildComplete:
         HandleBuildCompleteLocked(*session, message.build_complete());
         DispatchBuildsLocked();

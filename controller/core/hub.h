@@ -81,6 +81,8 @@ class FleetState {
   // configs: the agents' own configuration), filling in the config when the source has only
   // one. INVALID_ARGUMENT naming `field`.source / .config.
   virtual absl::Status CheckKernel(v1::KernelRevision& kernel, const std::string& field) = 0;
+  // RunService::QueryGit.
+  virtual absl::StatusOr<v1::GitAnswer> QueryGit(v1::GitQuery query, absl::Duration timeout) = 0;
   // Fills `snapshot.agents`, `agents_degraded` and `runs_waiting_for_lost_host`; `known_hosts`
   // is how many hosts the store knows.
   virtual void CountAgents(uint64_t known_hosts, FleetSnapshot& snapshot) = 0;
@@ -115,6 +117,7 @@ class Hub final : public AgentHub, public FleetState {
                     const std::string& reason) override;
   void OfferWork(const std::string& run_id) override;
   absl::Status CheckKernel(v1::KernelRevision& kernel, const std::string& field) override;
+  absl::StatusOr<v1::GitAnswer> QueryGit(v1::GitQuery query, absl::Duration timeout) override;
   void CountAgents(uint64_t known_hosts, FleetSnapshot& snapshot) override;
 
   // --- for tests ---
@@ -268,6 +271,10 @@ class Hub final : public AgentHub, public FleetState {
   // Some queued build may be takeable by a free builder (false after a pass found none).
   bool builds_maybe_queued_ ABSL_GUARDED_BY(mu_) = true;
   int64_t last_pin_check_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // Git questions sent to builders (QueryGit): the agent each went to, and the answers in.
+  int64_t next_git_query_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, std::string> git_queries_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, v1::GitAnswer> git_answers_ ABSL_GUARDED_BY(mu_);
   // The store's writes failed: no lease is judged until ExtendLeases succeeds again.
   bool store_outage_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -143,6 +143,52 @@ void Hub::OnBuildDoneLocked(Session& session, const v1::KernelBuild& build,
   dispatch_needed_ = true;
 }
 
+absl::StatusOr<v1::GitAnswer> Hub::QueryGit(v1::GitQuery query, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  Session* builder = nullptr;
+  for (auto& [id, s] : sessions_) {
+    if (s.broken) continue;
+    for (const v1::KernelSourceInfo& source : s.host.kernel_sources()) {
+      if (source.name() == query.source()) builder = &s;
+    }
+    if (builder != nullptr) break;
+  }
+  if (builder == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("no builder agent with kernel source \"", query.source(), "\" is connected"));
+  }
+  const int64_t id = next_git_query_++;
+  const std::string agent_id = builder->agent_id;
+  const std::string hostname = builder->host.hostname();
+  query.set_query_id(id);
+  git_queries_[id] = agent_id;
+  v1::ControllerMessage message;
+  *message.mutable_git_query() = query;
+  builder->channel->Send(message);
+  // Waits without the lock; the builder's answer (OnMessage) or its going away ends the wait.
+  auto answered_or_gone = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return git_answers_.count(id) > 0 || sessions_.Find(agent_id) == nullptr || stopping_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&answered_or_gone), timeout);
+  git_queries_.erase(id);
+  auto answer = git_answers_.find(id);
+  if (answer == git_answers_.end()) {
+    if (sessions_.Find(agent_id) == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("builder ", hostname, " went away before it answered"));
+    }
+    return absl::DeadlineExceededError(absl::StrCat("builder ", hostname, " did not answer within ",
+                                                    absl::FormatDuration(timeout)));
+  }
+  v1::GitAnswer out = std::move(answer->second);
+  git_answers_.erase(answer);
+  if (!out.error().empty()) {
+    return out.invalid() ? absl::InvalidArgumentError(out.error())
+                         : absl::UnavailableError(absl::StrCat(hostname, ": ", out.error()));
+  }
+  return out;
+}
+
 void Hub::ReleaseBuildsOfLocked(const Session& session, const std::string& reason) {
   if (session.build_task == 0) return;
   absl::StatusOr<std::vector<int64_t>> released =

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::core {
@@ -70,6 +71,12 @@ class RunService {
   virtual absl::StatusOr<std::vector<v1::RunEvent>> RunEventsSince(const std::string& run_id,
                                                                    uint64_t after_id,
                                                                    uint32_t limit) = 0;
+  // Asks a connected builder agent with `query.source` a question about its git repository
+  // (GitQuery: resolve a revision, list good..bad, whether a revert applies) and waits up to
+  // `timeout` for the answer. INVALID_ARGUMENT with the builder's words when the question is
+  // wrong (a revision that does not resolve...); UNAVAILABLE when no builder of that source is
+  // connected or it failed; DEADLINE_EXCEEDED when it did not answer in time.
+  virtual absl::StatusOr<v1::GitAnswer> QueryGit(v1::GitQuery query, absl::Duration timeout) = 0;
   // A kernel build of a run (Run.builds) with its whole log. NOT_FOUND for an unknown build.
   virtual absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(int64_t task_id) = 0;
   // Gauges, read at scrape time.
