@@ -5,6 +5,8 @@
 //                  [--log-level info] [--max-backoff-seconds 30]
 //                  [--netserver-listen ADDR:PORT [--netserver-advertise ADDR:PORT]]
 //                  [--metrics-listen ADDR:PORT]
+//                  [--kernel-sources FILE] [--kernel-install-command CMD]
+//                  [--kernel-staging-dir DIR]
 //
 // Hidden mode used by the agent itself for each job (in a child process):
 //   tlbfleet-agent run-workload <workload> --json [--set k=v]...
@@ -17,8 +19,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,6 +31,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "agent/builder/kernel_sources.h"
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/ceiling_health.h"
 #include "agent/kernel/cpuid.h"
@@ -37,7 +42,9 @@
 #include "agent/runner/paths.h"
 #include "agent/workloads/bench_cli.h"
 #include "agent/workloads/workload.h"
+#include "common/artifacts/artifact_rpc.h"
 #include "common/config/yaml_config.h"
+#include "common/grpc_channel.h"
 #include "common/logging.h"
 #include "common/systemd/notifier.h"
 #include "common/token_file.h"
@@ -45,6 +52,41 @@
 #include "spdlog/spdlog.h"
 
 namespace {
+
+// How long one ArtifactService call may take: a 1 MiB chunk, or FinishUpload checksumming a
+// kernel's files on the controller.
+constexpr auto kArtifactCallDeadline = std::chrono::minutes(2);
+
+// The controller's ArtifactService: the same address, TLS and token as the agent's stream
+// (connection.cc), on a channel of its own so that an upload never waits behind the stream.
+// The channel dials lazily: an agent that never builds or boots a built kernel never uses it.
+absl::Status WireArtifactTransport(const std::string& controller, const tlbfleet::ClientTls& tls,
+                                   const std::string& token,
+                                   tlbfleet::agent::AgentOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      tlbfleet::MakeChannel(controller, tls, grpc::ChannelArguments());
+  if (!channel.ok()) return channel.status();
+  std::shared_ptr<tlbfleet::v1::ArtifactService::StubInterface> stub =
+      tlbfleet::v1::ArtifactService::NewStub(*channel);
+  tlbfleet::artifacts::PrepareContext prepare = [token](grpc::ClientContext& ctx) {
+    if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.set_deadline(std::chrono::system_clock::now() + kArtifactCallDeadline);
+  };
+  options.upload_artifact =
+      [stub, prepare](const std::string& dir,
+                      const std::function<bool()>& cancelled) -> absl::StatusOr<std::string> {
+    absl::StatusOr<tlbfleet::artifacts::UploadResult> uploaded =
+        tlbfleet::artifacts::UploadArtifact(*stub, prepare, dir, cancelled);
+    if (!uploaded.ok()) return uploaded.status();
+    spdlog::info("artifact {} uploaded ({} bytes sent{})", uploaded->artifact_id,
+                 uploaded->bytes_sent, uploaded->already_published ? ", already published" : "");
+    return uploaded->artifact_id;
+  };
+  options.artifact_source = [stub, prepare] {
+    return tlbfleet::artifacts::MakeGrpcChunkSource(stub, prepare);
+  };
+  return absl::OkStatus();
+}
 
 int AgentMain(int argc, char** argv) {
   std::string controller;
@@ -58,6 +100,9 @@ int AgentMain(int argc, char** argv) {
   std::string netserver_advertise;
   std::string boot_entries_file;
   std::vector<std::string> peer_network_args;
+  std::string kernel_sources_file;
+  std::string kernel_install_command;
+  std::string kernel_staging_dir;
 
   CLI::App app{"tlbfleet agent: runs benchmark jobs for a tlbfleet controller"};
   app.set_version_flag("--version", tlbfleet::kVersion);
@@ -87,6 +132,17 @@ int AgentMain(int argc, char** argv) {
                  "YAML file with this host's boot entries (boot_entries: name, select, reboot, "
                  "expect: {release, cmdline}); the controller may ask for a reboot into one by "
                  "name (docs/agent.md)");
+  app.add_option("--kernel-sources", kernel_sources_file,
+                 "YAML file with the kernel sources (git repositories) and build configs this "
+                 "agent builds kernels from for the controller (docs/kernels.md); without it the "
+                 "agent is no builder");
+  app.add_option("--kernel-install-command", kernel_install_command,
+                 "shell command line that installs a kernel built from source so the next boot "
+                 "runs it (TLBFLEET_KERNEL_IMAGE, TLBFLEET_BUILD_TAG... in its environment; "
+                 "docs/agent.md); without it the agent boots no built kernel");
+  app.add_option("--kernel-staging-dir", kernel_staging_dir,
+                 "where builds and fetched kernel artifacts are kept (default: "
+                 "<state-dir>/kernels)");
   tlbfleet::ClientTls tls;
   app.add_option("--tls-ca", tls.ca, "CA (PEM) of the controller's certificate: use TLS");
   app.add_option("--tls-cert", tls.cert,
@@ -124,6 +180,17 @@ int AgentMain(int argc, char** argv) {
       return 2;
     }
     boot_entries = *std::move(loaded);
+  }
+
+  tlbfleet::agent::builder::KernelSources kernel_sources;
+  if (!kernel_sources_file.empty()) {
+    absl::StatusOr<tlbfleet::agent::builder::KernelSources> loaded =
+        tlbfleet::agent::builder::KernelSources::Load(kernel_sources_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+      return 2;
+    }
+    kernel_sources = *std::move(loaded);
   }
 
   std::map<std::string, std::string> labels;
@@ -208,6 +275,13 @@ int AgentMain(int argc, char** argv) {
   options.reboot_command = reboot_command;
   options.netserver = netserver.advertise;
   options.boot_entries = std::move(boot_entries);
+  options.kernel_sources = std::move(kernel_sources);
+  options.kernel_install_command = kernel_install_command;
+  options.kernel_staging_dir = kernel_staging_dir;
+  if (absl::Status s = WireArtifactTransport(controller, tls, token, options); !s.ok()) {
+    spdlog::critical("cannot start: {}", std::string(s.message()));
+    return 2;
+  }
   // CPUID describes this machine, not a --sysroot tree.
   tlbfleet::agent::HardwareCpuid cpuid;
   if (sysroot_dir.empty()) options.cpuid = &cpuid;

@@ -29,38 +29,6 @@ using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 
-// A fake kernel tree: the make targets the builder runs, each doing in a few milliseconds what
-// the kernel's does, from the tree's own files (so another commit gives another image). A
-// source file beginning with #error does not compile, #nospace meets a full disk, #slow takes
-// 30 s. The image records ARCH and the KBUILD_BUILD_* variables it was built with.
-constexpr char kMakefile[] = R"(.RECIPEPREFIX := >
-OBJS := $(patsubst %.c,%.o,$(sort $(wildcard kernel/*.c)))
-.PHONY: all defconfig tinyconfig olddefconfig kernelrelease modules_install
-all: arch/x86/boot/bzImage System.map
-%.o: %.c
-> @echo "  CC      $@"
-> @if grep -q '^#error' $<; then echo "$<:1:2: error: #error this does not build" >&2; exit 1; fi
-> @if grep -q '^#nospace' $<; then echo "$@: No space left on device" >&2; exit 1; fi
-> @if grep -q '^#slow' $<; then echo "slow: $<"; sleep 30; fi
-> @cp $< $@
-arch/x86/boot/bzImage: $(OBJS) .config
-> @mkdir -p arch/x86/boot
-> @cat $(OBJS) .config > $@
-> @echo "$(ARCH) $$KBUILD_BUILD_TIMESTAMP $$KBUILD_BUILD_USER@$$KBUILD_BUILD_HOST" >> $@
-> @echo "Kernel: $@ is ready"
-System.map: $(OBJS)
-> @for o in $(OBJS); do echo "ffffffff81000000 T $$o"; done > $@
-defconfig tinyconfig:
-> @cp configs/$@ .config
-olddefconfig:
-> @sed -i '/^CONFIG_UNMET=/d' .config
-kernelrelease:
-> @cat VERSION
-modules_install:
-> @mkdir -p $(INSTALL_MOD_PATH)/lib/modules/$$(cat VERSION)/kernel
-> @for o in $(OBJS); do cp $$o $(INSTALL_MOD_PATH)/lib/modules/$$(cat VERSION)/kernel/$$(basename $$o .o).ko; done
-)";
-
 std::string Sha256Sum(const std::string& path) {
   Command command;
   command.argv = {"sha256sum", path};
@@ -89,7 +57,7 @@ std::vector<std::string> Listing(const std::string& dir) {
 class KernelBuildTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = repo_.Commit({{"Makefile", kMakefile},
+    base_ = repo_.Commit({{"Makefile", kFakeKernelMakefile},
                           {"VERSION", "6.1.0-fake\n"},
                           {".gitignore", "*.o\n/arch/\n/System.map\n/.config\n"},
                           {"configs/defconfig", "CONFIG_FOO=y\n"},

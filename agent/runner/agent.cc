@@ -16,6 +16,7 @@
 #include "agent/kernel/mounts.h"
 #include "agent/runner/agent_id.h"
 #include "agent/runner/assignment_check.h"
+#include "agent/runner/build_runner.h"
 #include "agent/runner/connection.h"
 #include "agent/runner/job_ceiling.h"
 #include "agent/runner/job_log.h"
@@ -61,6 +62,18 @@ ConnectionOptions ConnectionOptionsOf(const AgentOptions& options, const std::st
   return c;
 }
 
+RebootOptions RebootOptionsOf(const AgentOptions& options) {
+  RebootOptions r;
+  r.command = options.reboot_command;
+  r.grace_seconds = options.reboot_grace_seconds;
+  r.kernel.command = options.kernel_install_command;
+  r.kernel.staging_dir = options.kernel_staging_dir;
+  r.kernel.state_dir = options.state_dir;
+  r.kernel.artifact_source = options.artifact_source;
+  r.kernel.machine_arch = MachineArch();
+  return r;
+}
+
 }  // namespace
 
 // The agent's own concerns: the state machine, the host as the controller last heard of it,
@@ -80,10 +93,19 @@ class Agent::Impl final : private ConnectionDelegate {
         boot_entries_(std::move(boot_entries)),
         outbox_(std::move(spool)),
         connection_(ConnectionOptionsOf(options_, agent_id_), outbox_, *this),
-        reboot_flow_({options_.reboot_command, options_.reboot_grace_seconds}, boot_entries_,
-                     outbox_, [this](const std::string& text) { SendNote(text); }) {
+        reboot_flow_(RebootOptionsOf(options_), boot_entries_, outbox_,
+                     [this](const std::string& text) { SendNote(text); }) {
     policy_.workloads = options_.workloads;
     policy_.peer_networks = options_.peer_networks;
+    if (!options_.kernel_sources.empty()) {
+      BuildRunnerOptions build;
+      build.staging_dir = options_.kernel_staging_dir;
+      build.builder = options_.builder;
+      build.log_flush_interval = absl::Seconds(options_.build_log_flush_seconds);
+      build_runner_ = std::make_unique<BuildRunner>(
+          options_.kernel_sources, build, options_.upload_artifact,
+          [this](const v1::AgentMessage& message) { connection_.Send(message); });
+    }
   }
 
   ~Impl() {
@@ -141,6 +163,8 @@ class Agent::Impl final : private ConnectionDelegate {
   void OnAssignment(const v1::JobAssignment& assignment) override;
   void OnCancel(const v1::CancelJob& cancel) override;
   void OnReboot(const v1::RebootRequest& request) override;
+  void OnBuild(const v1::BuildTask& task) override;
+  void OnCancelBuild(const v1::CancelBuild& cancel) override;
 
   // A note to the controller that belongs to no lease (a failed reboot).
   void SendNote(const std::string& text);
@@ -175,6 +199,9 @@ class Agent::Impl final : private ConnectionDelegate {
   Outbox outbox_;
   Connection connection_;
   RebootFlow reboot_flow_;
+  // Null when the agent has no kernel sources. Destroyed first: its build thread sends on
+  // the connection.
+  std::unique_ptr<BuildRunner> build_runner_;
 };
 
 const char* Agent::StateName(State state) {
@@ -232,10 +259,16 @@ void Agent::Impl::Shutdown(const std::string& reason) {
   }
   connection_.Stop();
   reboot_flow_.Stop();
+  if (build_runner_ != nullptr) build_runner_->CancelRunning("agent shutting down");
   UpdateStateLocked();
 }
 
 void Agent::Impl::OnConnectionChanged() {
+  // Builds are not spooled: one whose stream is gone ends, and the controller gives the task
+  // out again (build_runner.h).
+  if (build_runner_ != nullptr && !connection_.connected()) {
+    build_runner_->CancelRunning("lost the stream to the controller");
+  }
   absl::MutexLock lock(&mu_);
   UpdateStateLocked();
 }
@@ -255,9 +288,19 @@ absl::StatusOr<v1::Hello> Agent::Impl::MakeHello() {
   host->set_can_reboot(boot_entries_.CanReboot(options_.reboot_command));
   boot_entries_.Describe(&*host);
   host->set_netserver(options_.netserver);
+  host->set_arch(MachineArch());
+  const builder::BuilderInfo as_builder = options_.kernel_sources.Describe();
+  for (const builder::BuilderInfo::Source& source : as_builder.sources) {
+    v1::KernelSourceInfo* info = host->add_kernel_sources();
+    info->set_name(source.name);
+    info->set_arch(source.arch);
+    for (const std::string& config : as_builder.configs) info->add_configs(config);
+  }
+  host->set_can_install_kernels(!options_.kernel_install_command.empty());
 
   v1::Hello hello;
   *hello.mutable_host() = *host;
+  if (!options_.kernel_sources.empty()) hello.add_capabilities("builder");
   for (const std::string& w : options_.workloads) hello.add_capabilities("workload:" + w);
   for (const std::string& m : MonitorNames()) hello.add_capabilities("monitor:" + m);
   absl::MutexLock lock(&mu_);
@@ -375,6 +418,24 @@ void Agent::Impl::OnReboot(const v1::RebootRequest& request) {
   reboot_flow_.OnRequest(request, running_lease, boot_id);
 }
 
+void Agent::Impl::OnBuild(const v1::BuildTask& task) {
+  if (build_runner_ == nullptr) {
+    spdlog::warn("build task {} ignored: this agent has no --kernel-sources", task.task_id());
+    v1::AgentMessage message;
+    v1::BuildComplete* complete = message.mutable_build_complete();
+    complete->set_task_id(task.task_id());
+    complete->set_status(v1::BUILD_STATUS_BAD_REVISION);
+    complete->set_reason("source: this agent has no --kernel-sources");
+    connection_.Send(message);
+    return;
+  }
+  build_runner_->OnTask(task);
+}
+
+void Agent::Impl::OnCancelBuild(const v1::CancelBuild& cancel) {
+  if (build_runner_ != nullptr) build_runner_->OnCancel(cancel);
+}
+
 void Agent::Impl::SendNote(const std::string& text) {
   v1::AgentMessage message;
   message.mutable_progress()->set_message(text);
@@ -463,6 +524,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
   if (options.controller.empty()) return absl::InvalidArgumentError("no controller address");
   if (options.state_dir.empty()) return absl::InvalidArgumentError("no state directory");
   if (options.sysroot == nullptr) return absl::InvalidArgumentError("no sysroot");
+  if (options.kernel_staging_dir.empty())
+    options.kernel_staging_dir = options.state_dir + "/kernels";
   // Before anything in the directory is read or written.
   absl::StatusOr<StateDirLock> lock = StateDirLock::Acquire(options.state_dir);
   if (!lock.ok()) return lock.status();

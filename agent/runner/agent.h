@@ -28,11 +28,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/builder/kernel_build.h"
+#include "agent/builder/kernel_sources.h"
 #include "agent/kernel/cpuid.h"
 #include "agent/kernel/sysroot.h"
 #include "agent/runner/assignment_check.h"
 #include "agent/runner/boot_entries.h"
+#include "agent/runner/build_runner.h"
 #include "agent/runner/job.h"
+#include "agent/runner/kernel_install.h"
 #include "common/grpc_channel.h"
 
 namespace tlbfleet::agent {
@@ -79,6 +83,22 @@ struct AgentOptions {
   double reboot_grace_seconds = 120;
   // The kernels this agent may boot into by name (--boot-entries; boot_entries.h).
   std::vector<BootEntry> boot_entries;
+
+  // Kernels from source (docs/kernels.md). The sources this agent builds from
+  // (--kernel-sources); empty: it is no builder, and build tasks are ignored.
+  builder::KernelSources kernel_sources;
+  builder::BuilderOptions builder;  // make -j, ccache
+  // How it installs a built kernel to boot it (--kernel-install-command; kernel_install.h);
+  // empty: it boots none.
+  std::string kernel_install_command;
+  // Builds and fetched artifacts (--kernel-staging-dir); default <state_dir>/kernels.
+  std::string kernel_staging_dir;
+  // The controller's artifact store: uploads of builds, and the source fetches read from.
+  // Null: a builder's builds end HOST_FAILED after building, and no built kernel is booted.
+  ArtifactUploader upload_artifact;
+  ArtifactSourceFactory artifact_source;
+  // BuildProgress batching (build_runner.h); tests shorten it.
+  double build_log_flush_seconds = 0.5;
 };
 
 // What the agent's metrics show (agent/metrics/agent_metrics.h), copied under its lock.

@@ -213,6 +213,147 @@ std::string BootEntryJournalFile(absl::string_view state_dir) {
   return absl::StrCat(std::string(state_dir), "/boot-entry-journal");
 }
 
+std::string KernelEntriesFile(absl::string_view state_dir) {
+  return absl::StrCat(std::string(state_dir), "/kernel-entries");
+}
+
+std::string BuildTag(absl::string_view build_id) {
+  return absl::StrCat("tlbfleet.build=", build_id.substr(0, 16));
+}
+
+namespace {
+
+bool IsLowerHex(absl::string_view text) {
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+// A value of the kernel-entries file: printable, no whitespace (the file splits on it).
+bool PlainWord(absl::string_view text) {
+  for (char c : text) {
+    if (c <= ' ' || c > '~') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ValidateKernelEntry(const KernelEntry& entry) {
+  const auto bad = [](absl::string_view field, absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel entry ", field, ": ", why));
+  };
+  if (!ValidEntryName(entry.name)) {
+    return bad("name", absl::StrCat("'", entry.name, "' must be 1 to ", kMaxNameLength,
+                                    " letters, digits, '.', '_', '+' or '-'"));
+  }
+  if (entry.build_id.size() < 16 || !IsLowerHex(entry.build_id)) {
+    return bad("build_id", "must be at least 16 lowercase hex digits");
+  }
+  if (entry.kernel_release.empty()) return bad("kernel_release", "value is missing");
+  if (!PlainWord(entry.kernel_release)) {
+    return bad("kernel_release", "must be printable, without spaces");
+  }
+  if (!IsLowerHex(entry.commit)) return bad("commit", "must be a hex commit hash");
+  if (!IsLowerHex(entry.artifact_id)) return bad("artifact_id", "must be hex");
+  return absl::OkStatus();
+}
+
+std::string FormatKernelEntries(const std::vector<KernelEntry>& entries) {
+  std::string text;
+  for (const KernelEntry& e : entries) {
+    absl::StrAppend(&text, "name=", e.name, " build=", e.build_id, " release=", e.kernel_release,
+                    " commit=", e.commit, " artifact=", e.artifact_id, "\n");
+  }
+  return text;
+}
+
+absl::StatusOr<std::vector<KernelEntry>> ParseKernelEntries(absl::string_view text) {
+  std::vector<KernelEntry> entries;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (line.empty()) continue;
+    KernelEntry entry;
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      const size_t eq = word.find('=');
+      const absl::string_view key = word.substr(0, eq);
+      const std::string value(eq == absl::string_view::npos ? "" : word.substr(eq + 1));
+      if (key == "name") {
+        entry.name = value;
+      } else if (key == "build") {
+        entry.build_id = value;
+      } else if (key == "release") {
+        entry.kernel_release = value;
+      } else if (key == "commit") {
+        entry.commit = value;
+      } else if (key == "artifact") {
+        entry.artifact_id = value;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel-entries line ", line_number, ": unknown key '", key, "'"));
+      }
+    }
+    if (absl::Status s = ValidateKernelEntry(entry); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel-entries line ", line_number, ": ", std::string(s.message())));
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<KernelEntry>> LoadKernelEntries(const std::string& state_dir) {
+  const std::string path = KernelEntriesFile(state_dir);
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::vector<KernelEntry>{};
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::vector<KernelEntry>> entries = ParseKernelEntries(*text);
+  if (!entries.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", std::string(entries.status().message())));
+  }
+  return entries;
+}
+
+absl::StatusOr<std::vector<KernelEntry>> SaveKernelEntry(const std::string& state_dir,
+                                                         const KernelEntry& entry) {
+  if (absl::Status s = ValidateKernelEntry(entry); !s.ok()) return s;
+  absl::StatusOr<std::vector<KernelEntry>> kept = LoadKernelEntries(state_dir);
+  if (!kept.ok()) {
+    // A file the agent cannot read back is no use to the next start: start it again.
+    spdlog::error("{}; starting it again", std::string(kept.status().message()));
+    kept = std::vector<KernelEntry>{};
+  }
+  std::vector<KernelEntry> entries;
+  for (KernelEntry& e : *kept) {
+    if (e.name != entry.name) entries.push_back(std::move(e));
+  }
+  entries.push_back(entry);
+  if (entries.size() > kMaxKernelEntries) {
+    entries.erase(entries.begin(), entries.end() - kMaxKernelEntries);
+  }
+  if (absl::Status s = WriteFileAtomic(KernelEntriesFile(state_dir), FormatKernelEntries(entries));
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("keeping kernel entry ", entry.name, ": ",
+                                               std::string(s.message())));
+  }
+  return entries;
+}
+
+std::optional<std::string> KernelBootMismatch(const KernelEntry& entry, absl::string_view release,
+                                              absl::string_view cmdline) {
+  const std::string tag = BuildTag(entry.build_id);
+  const bool release_ok = release == entry.kernel_release;
+  const bool tag_ok =
+      absl::StrCat(" ", cmdline, " ").find(absl::StrCat(" ", tag, " ")) != std::string::npos;
+  if (release_ok && tag_ok) return std::nullopt;
+  return absl::StrCat("expected build ", entry.build_id.substr(0, 16), " release ",
+                      entry.kernel_release, ", booted ", release, tag_ok ? " with " : " without ",
+                      tag);
+}
+
 std::string FormatBootEntryJournal(const BootEntryJournal& journal) {
   std::string text = absl::StrCat("entry ", journal.entry, "\nfrom ", journal.from_boot_id, "\n");
   if (!journal.landed_boot_id.empty())
@@ -251,7 +392,13 @@ absl::StatusOr<BootEntries> BootEntries::Load(std::vector<BootEntry> entries,
   BootEntries out;
   out.entries_ = std::move(entries);
   out.journal_path_ = BootEntryJournalFile(state_dir);
-  if (out.entries_.empty()) return out;
+  if (absl::StatusOr<std::vector<KernelEntry>> kernels = LoadKernelEntries(state_dir);
+      kernels.ok()) {
+    out.kernel_entries_ = *std::move(kernels);
+  } else {
+    spdlog::error("{}; no kernel built from source is known", kernels.status().ToString());
+  }
+  if (out.empty()) return out;
   absl::StatusOr<std::string> release = sysroot.ReadTrimmed("/proc/sys/kernel/osrelease");
   if (!release.ok()) return release.status();
   absl::StatusOr<std::string> cmdline = sysroot.ReadTrimmed("/proc/cmdline");
@@ -273,7 +420,14 @@ absl::StatusOr<BootEntries> BootEntries::Load(std::vector<BootEntry> entries,
                         (journal->landed_boot_id.empty() || journal->landed_boot_id == *boot_id);
   if (selected) {
     const BootEntry* entry = out.Find(journal->entry);
-    if (entry == nullptr) {
+    const KernelEntry* kernel = out.FindKernel(journal->entry);
+    if (kernel != nullptr) {
+      if (std::optional<std::string> why = KernelBootMismatch(*kernel, *release, *cmdline)) {
+        out.error_ = absl::StrCat("entry ", kernel->name, " ", *why);
+      } else {
+        out.current_ = kernel->name;
+      }
+    } else if (entry == nullptr) {
       out.error_ = absl::StrCat("this boot was to be entry ", journal->entry,
                                 ", which is no longer in --boot-entries");
     } else if (std::optional<std::string> why = BootMismatch(*entry, *release, *cmdline)) {
@@ -294,6 +448,11 @@ absl::StatusOr<BootEntries> BootEntries::Load(std::vector<BootEntry> entries,
   for (const BootEntry& e : out.entries_) {
     if (!BootMismatch(e, *release, *cmdline).has_value()) matching.push_back(e.name);
   }
+  // A build's tag is its own: a boot that carries it (and its release) is that build, even
+  // when nobody journaled the boot (the host was rebooted by hand into the same kernel).
+  for (const KernelEntry& e : out.kernel_entries_) {
+    if (!KernelBootMismatch(e, *release, *cmdline).has_value()) matching.push_back(e.name);
+  }
   // Two entries may boot the same kernel; only one that the boot tells apart is named.
   if (matching.size() == 1) out.current_ = matching[0];
   if (matching.size() > 1) {
@@ -310,6 +469,13 @@ const BootEntry* BootEntries::Find(absl::string_view name) const {
   return nullptr;
 }
 
+const KernelEntry* BootEntries::FindKernel(absl::string_view name) const {
+  for (const KernelEntry& e : kernel_entries_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
 void BootEntries::Describe(v1::HostInfo* host) const {
   host->clear_boot_entries();
   for (const BootEntry& e : entries_) {
@@ -320,6 +486,9 @@ void BootEntries::Describe(v1::HostInfo* host) const {
   }
   host->set_boot_entry(current_);
   host->set_boot_entry_error(error_);
+  const KernelEntry* kernel = FindKernel(current_);
+  host->set_build_id(kernel == nullptr ? "" : kernel->build_id);
+  host->set_commit(kernel == nullptr ? "" : kernel->commit);
 }
 
 bool BootEntries::CanReboot(const std::string& reboot_command) const {
@@ -340,6 +509,11 @@ absl::Status BootEntries::CheckRebootable(const std::string& name,
     return absl::OkStatus();
   }
   const BootEntry* entry = Find(name);
+  if (entry == nullptr && FindKernel(name) != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("boot entry '", name,
+                     "' is a kernel built from source: a reboot into it must name its artifact"));
+  }
   if (entry == nullptr) {
     std::vector<std::string> known;
     for (const BootEntry& e : entries_) known.push_back(e.name);
@@ -364,6 +538,11 @@ absl::StatusOr<std::string> BootEntries::Select(const std::string& name, const s
     return absl::Status(s.code(), absl::StrCat("select command of boot entry '", name,
                                                "' failed: ", std::string(s.message())));
   }
+  if (absl::Status s = Journal(name, boot_id); !s.ok()) return s;
+  return entry.reboot.empty() ? reboot_command : entry.reboot;
+}
+
+absl::Status BootEntries::Journal(const std::string& name, const std::string& boot_id) const {
   BootEntryJournal journal;
   journal.entry = name;
   journal.from_boot_id = boot_id;
@@ -371,7 +550,7 @@ absl::StatusOr<std::string> BootEntries::Select(const std::string& name, const s
     return absl::Status(
         s.code(), absl::StrCat("journaling boot entry '", name, "': ", std::string(s.message())));
   }
-  return entry.reboot.empty() ? reboot_command : entry.reboot;
+  return absl::OkStatus();
 }
 
 std::optional<std::string> BootEntries::CheckJob(const v1::JobAssignment& a,
@@ -392,7 +571,24 @@ std::optional<std::string> BootEntries::CheckJob(const v1::JobAssignment& a,
   return absl::StrCat(want, ", but ", is);
 }
 
-absl::Status RunShellCommand(const std::string& command) {
+absl::Status RunShellCommand(const std::string& command, const std::vector<std::string>& env) {
+  // Made before fork: the child of a threaded process may only call async-signal-safe
+  // functions, which setenv is not.
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const absl::string_view entry(*e);
+    const absl::string_view key = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const std::string& set : env) {
+      replaced = replaced || absl::string_view(set).substr(0, set.find('=')) == key;
+    }
+    if (!replaced) environment.emplace_back(entry);
+  }
+  environment.insert(environment.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* const argv[] = {"sh", "-c", command.c_str(), nullptr};
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
   ScopedFd read_end(out[0]), write_end(out[1]);
@@ -407,7 +603,7 @@ absl::Status RunShellCommand(const std::string& command) {
     ::dup2(write_end.get(), STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
     ::_exit(127);
   }
   write_end.reset();  // the child's copies are the only writers left: EOF when it exits

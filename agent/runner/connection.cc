@@ -227,6 +227,12 @@ void Connection::Handle(const v1::ControllerMessage& message, bool* welcomed) {
     case v1::ControllerMessage::kReboot:
       delegate_.OnReboot(message.reboot());
       break;
+    case v1::ControllerMessage::kBuild:
+      delegate_.OnBuild(message.build());
+      break;
+    case v1::ControllerMessage::kCancelBuild:
+      delegate_.OnCancelBuild(message.cancel_build());
+      break;
     case v1::ControllerMessage::BODY_NOT_SET:
       spdlog::warn("ignoring an empty message from {}", options_.controller);
       break;

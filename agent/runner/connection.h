@@ -12,7 +12,7 @@
 // (backoff.h); a Welcome resets the delay.
 //
 // The connection handles Welcome, Reject, acks (into the outbox) and empty messages itself;
-// assignments, cancels and reboot requests go to the delegate.
+// assignments, cancels, reboot requests and build tasks go to the delegate.
 //
 // Thread-safe: Run() on one thread, everything else from any. Locks: the delegate is always
 // called without the connection's locks held, so it may hold its own lock while it calls
@@ -69,6 +69,9 @@ class ConnectionDelegate {
   virtual void OnAssignment(const v1::JobAssignment& assignment) = 0;
   virtual void OnCancel(const v1::CancelJob& cancel) = 0;
   virtual void OnReboot(const v1::RebootRequest& request) = 0;
+  // Kernel builds (build_runner.h); an agent that is no builder ignores them.
+  virtual void OnBuild(const v1::BuildTask& task) { (void)task; }
+  virtual void OnCancelBuild(const v1::CancelBuild& cancel) { (void)cancel; }
 };
 
 class Connection {

@@ -65,6 +65,8 @@ void AddProvenance(const v1::JobAssignment& a, const HostContext& host,
   s.set_kernel_cmdline(host.host.kernel_cmdline());
   s.set_microarch(host.host.cpu().microarch());
   s.set_boot_entry(host.host.boot_entry());
+  s.set_commit(host.host.commit());
+  s.set_build_id(host.host.build_id());
   s.set_ceiling_applied(ceiling.applied);
   if (ceiling.ceiling.has_value()) s.set_ceiling(*ceiling.ceiling);
   s.set_ceiling_observed(ceiling.observed);

@@ -42,8 +42,16 @@ bool RebootFlow::rebooting() const {
 
 void RebootFlow::OnRequest(const v1::RebootRequest& request, const std::string& running_lease,
                            const std::string& boot_id) {
-  if (absl::Status s = boot_entries_.CheckRebootable(request.boot_entry(), options_.command);
-      !s.ok()) {
+  absl::Status s = absl::OkStatus();
+  if (request.has_kernel()) {
+    s = options_.command.empty()
+            ? absl::FailedPreconditionError("this agent has no --reboot-command")
+            : CheckKernelInstallable(options_.kernel, boot_entries_, request.boot_entry(),
+                                     request.kernel());
+  } else {
+    s = boot_entries_.CheckRebootable(request.boot_entry(), options_.command);
+  }
+  if (!s.ok()) {
     spdlog::warn("controller asked for a reboot ({}), but {}", request.reason(),
                  std::string(s.message()));
     send_note_(std::string(s.message()));
@@ -64,11 +72,28 @@ void RebootFlow::OnRequest(const v1::RebootRequest& request, const std::string& 
     rebooting_ = true;
   }
   if (thread_.joinable()) thread_.join();  // a previous, failed attempt
-  thread_ = std::thread(&RebootFlow::Reboot, this, request.reason(), request.boot_entry(), boot_id);
+  thread_ = std::thread(&RebootFlow::Reboot, this, request, boot_id);
 }
 
-void RebootFlow::Reboot(const std::string& reason, const std::string& boot_entry,
-                        const std::string& boot_id) {
+absl::StatusOr<std::string> RebootFlow::PrepareNextBoot(const v1::RebootRequest& request,
+                                                        const std::string& boot_id) {
+  const std::string& entry = request.boot_entry();
+  if (request.has_kernel()) {
+    absl::StatusOr<KernelEntry> installed = InstallKernel(options_.kernel, entry, request.kernel());
+    if (!installed.ok()) return installed.status();
+    if (absl::Status s = boot_entries_.Journal(entry, boot_id); !s.ok()) return s;
+    spdlog::info("next boot: entry {}, build {} release {}", entry,
+                 installed->build_id.substr(0, 16), installed->kernel_release);
+    return options_.command;
+  }
+  if (entry.empty()) return options_.command;
+  absl::StatusOr<std::string> selected = boot_entries_.Select(entry, boot_id, options_.command);
+  if (selected.ok()) spdlog::info("next boot: entry {}", entry);
+  return selected;
+}
+
+void RebootFlow::Reboot(const v1::RebootRequest& request, const std::string& boot_id) {
+  const std::string& reason = request.reason();
   // Results not yet acked would survive on a disk spool, but not in a tmpfs (a microVM's
   // initramfs): give the controller time to ack them first.
   const absl::Time deadline = absl::Now() + kDrainTimeout;
@@ -88,15 +113,19 @@ void RebootFlow::Reboot(const std::string& reason, const std::string& boot_entry
     spdlog::warn("rebooting with {} result(s) not yet acknowledged; they stay in the spool",
                  pending);
   }
-  std::string command = options_.command;
+  std::string command;
   absl::Status started = absl::OkStatus();
-  if (!boot_entry.empty()) {
-    absl::StatusOr<std::string> selected = boot_entries_.Select(boot_entry, boot_id, command);
-    if (selected.ok()) {
-      command = *selected;
-      spdlog::info("next boot: entry {}", boot_entry);
-    } else {
-      started = selected.status();
+  if (absl::StatusOr<std::string> prepared = PrepareNextBoot(request, boot_id); prepared.ok()) {
+    command = *std::move(prepared);
+  } else {
+    started = prepared.status();
+  }
+  {
+    // A fetch and an install take a while; an agent told to stop meanwhile does not reboot.
+    absl::MutexLock lock(&mu_);
+    if (stopping_) {
+      rebooting_ = false;
+      return;
     }
   }
   if (started.ok()) {

@@ -5,6 +5,8 @@
 //
 //   RebootRequest ──► checks ──► wait for the outbox ──► select the boot entry ──► reboot
 //                       │        to empty (≤ 60 s)      (its command, journaled)   command
+//                       │                               or install a built kernel
+//                       │                               (kernel_install.h, journaled)
 //                       ▼                                                            │
 //              ignored (logged), or a note                   the host still up after │
 //              that this agent cannot reboot           grace_seconds, or the command │
@@ -25,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/runner/boot_entries.h"
+#include "agent/runner/kernel_install.h"
 #include "agent/runner/outbox.h"
 #include "tlbfleet/v1/agent.pb.h"
 
@@ -37,6 +40,9 @@ struct RebootOptions {
   // After the command succeeded, how long to wait for the host to go down before telling the
   // controller that the reboot failed.
   double grace_seconds = 120;
+  // How this host installs a kernel built from source (a request with `kernel`); its command
+  // empty: it does not, and such requests are refused like an unknown boot entry.
+  KernelInstallOptions kernel;
 };
 
 class RebootFlow {
@@ -54,9 +60,10 @@ class RebootFlow {
 
   // The controller's request, with what the agent is doing: `running_lease` ("" when idle)
   // and its `boot_id`. A request this agent cannot carry out (an unknown boot entry, no
-  // reboot command) is answered with a note; one that comes while a reboot is under way,
-  // while a job runs or for another boot than `boot_id` is ignored (logged). Otherwise the
-  // reboot starts in the flow's thread and rebooting() is true until it fails.
+  // reboot command, a built kernel and no install command) is answered with a note; one that comes
+  // while a reboot is under way, while a job runs or for another boot than `boot_id` is ignored
+  // (logged). Otherwise the reboot starts in the flow's thread and rebooting() is true until it
+  // fails.
   void OnRequest(const v1::RebootRequest& request, const std::string& running_lease,
                  const std::string& boot_id);
 
@@ -67,7 +74,11 @@ class RebootFlow {
   void Stop();
 
  private:
-  void Reboot(const std::string& reason, const std::string& boot_entry, const std::string& boot_id);
+  void Reboot(const v1::RebootRequest& request, const std::string& boot_id);
+  // Selects a configured entry, or installs a built kernel, and journals it. Returns the
+  // command that reboots into it.
+  absl::StatusOr<std::string> PrepareNextBoot(const v1::RebootRequest& request,
+                                              const std::string& boot_id);
 
   const RebootOptions options_;
   const BootEntries& boot_entries_;

@@ -60,8 +60,10 @@ class RebootFlowTest : public ::testing::Test {
     outbox_ = std::make_unique<Outbox>(*std::move(spool));
   }
   std::unique_ptr<RebootFlow> Flow(const std::string& command, double grace_seconds = 60) {
-    return std::make_unique<RebootFlow>(RebootOptions{command, grace_seconds}, boot_entries_,
-                                        *outbox_, notes_.Sender());
+    RebootOptions options;
+    options.command = command;
+    options.grace_seconds = grace_seconds;
+    return std::make_unique<RebootFlow>(options, boot_entries_, *outbox_, notes_.Sender());
   }
   // Polls rebooting() (the flow has no event for its end) until it is false.
   static bool EndsWithin(const RebootFlow& flow, std::chrono::milliseconds timeout) {

@@ -19,6 +19,8 @@ constexpr OriginField kOriginFields[] = {
     {&v1::Sample::mutable_microarch, &v1::SampleOrigin::mutable_microarch},
     {&v1::Sample::mutable_peer_host, &v1::SampleOrigin::mutable_peer_host},
     {&v1::Sample::mutable_boot_entry, &v1::SampleOrigin::mutable_boot_entry},
+    {&v1::Sample::mutable_commit, &v1::SampleOrigin::mutable_commit},
+    {&v1::Sample::mutable_build_id, &v1::SampleOrigin::mutable_build_id},
 };
 
 }  // namespace

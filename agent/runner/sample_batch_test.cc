@@ -45,6 +45,21 @@ TEST(ShareOriginTest, MovesWhatEverySampleHasAndKeepsWhatDiffers) {
   }
 }
 
+TEST(ShareOriginTest, ABuiltKernelsCommitAndBuildIdAreSharedToo) {
+  v1::SampleBatch batch;
+  for (int i = 0; i < 2; ++i) {
+    v1::Sample s = Taken("h1", "boot-a", "");
+    s.set_commit("c0ffee");
+    s.set_build_id("1a2b3c4d5e6f7a8b");
+    *batch.add_samples() = s;
+  }
+  ShareOrigin(batch);
+  EXPECT_EQ(batch.shared_origin().commit(), "c0ffee");
+  EXPECT_EQ(batch.shared_origin().build_id(), "1a2b3c4d5e6f7a8b");
+  EXPECT_EQ(batch.samples(1).commit(), "");
+  EXPECT_EQ(batch.samples(1).build_id(), "");
+}
+
 TEST(ShareOriginTest, AnEmptyBatchStaysEmpty) {
   v1::SampleBatch batch;
   ShareOrigin(batch);
