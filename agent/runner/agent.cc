@@ -18,6 +18,7 @@
 #include "agent/runner/assignment_check.h"
 #include "agent/runner/build_runner.h"
 #include "agent/runner/connection.h"
+#include "agent/runner/git_query.h"
 #include "agent/runner/job_ceiling.h"
 #include "agent/runner/job_log.h"
 #include "agent/runner/outbox.h"
@@ -109,6 +110,12 @@ class Agent::Impl final : private ConnectionDelegate {
   }
 
   ~Impl() {
+    std::vector<std::thread> git_threads;
+    {
+      absl::MutexLock lock(&mu_);
+      git_threads.swap(git_threads_);
+    }
+    for (std::thread& t : git_threads) t.join();
     std::unique_ptr<Job> job;
     {
       absl::MutexLock lock(&mu_);
@@ -165,6 +172,7 @@ class Agent::Impl final : private ConnectionDelegate {
   void OnReboot(const v1::RebootRequest& request) override;
   void OnBuild(const v1::BuildTask& task) override;
   void OnCancelBuild(const v1::CancelBuild& cancel) override;
+  void OnGitQuery(const v1::GitQuery& query) override;
 
   // A note to the controller that belongs to no lease (a failed reboot).
   void SendNote(const std::string& text);
@@ -193,6 +201,9 @@ class Agent::Impl final : private ConnectionDelegate {
   v1::HostInfo host_ ABSL_GUARDED_BY(mu_);  // as the last Hello sent it
   std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
   std::optional<int> last_exit_status_ ABSL_GUARDED_BY(mu_);  // AgentStatus
+  // Git questions being answered (a fetch may take minutes: not on the stream's reader);
+  // joined by the destructor.
+  std::vector<std::thread> git_threads_ ABSL_GUARDED_BY(mu_);
 
   // The units, destroyed first and in this reverse order: the reboot flow's thread may still
   // send a note on the connection, and the connection listens to the outbox.
@@ -434,6 +445,19 @@ void Agent::Impl::OnBuild(const v1::BuildTask& task) {
 
 void Agent::Impl::OnCancelBuild(const v1::CancelBuild& cancel) {
   if (build_runner_ != nullptr) build_runner_->OnCancel(cancel);
+}
+
+void Agent::Impl::OnGitQuery(const v1::GitQuery& query) {
+  absl::MutexLock lock(&mu_);
+  git_threads_.emplace_back([this, query] {
+    v1::AgentMessage message;
+    *message.mutable_git_answer() = AnswerGitQuery(options_.kernel_sources, query);
+    if (!message.git_answer().error().empty()) {
+      spdlog::warn("git question {} about source {}: {}", query.query_id(), query.source(),
+                   message.git_answer().error());
+    }
+    connection_.Send(message);  // best effort: the controller asks again when it times out
+  });
 }
 
 void Agent::Impl::SendNote(const std::string& text) {

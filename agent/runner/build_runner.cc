@@ -231,6 +231,11 @@ void BuildRunner::Run(Build* build) {
 
 void BuildRunner::Execute(Build* build, v1::BuildComplete& complete) {
   const v1::BuildTask& task = build->task;
+  if (!task.revert().empty()) {
+    // Building `rev` without the revert would pass off the wrong kernel as the one asked for.
+    return Fail(complete, v1::BUILD_STATUS_HOST_FAILED,
+                "revert: this agent cannot build a revision with a commit reverted yet");
+  }
   absl::StatusOr<const builder::KernelSource*> source = sources_.FindSource(task.source());
   if (!source.ok()) {
     return Fail(complete, v1::BUILD_STATUS_BAD_REVISION, std::string(source.status().message()));

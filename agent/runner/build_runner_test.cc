@@ -232,6 +232,18 @@ TEST_F(BuildRunnerTest, ARevisionThatDoesNotResolveIsABadRevisionNamingIt) {
   EXPECT_THAT(sent_.progress(4), IsEmpty());
 }
 
+TEST_F(BuildRunnerTest, ARevertIsRefusedRatherThanBuiltWithout) {
+  std::unique_ptr<BuildRunner> runner = Runner();
+  v1::BuildTask task = Task(1, "main");
+  task.set_revert(base_);
+  runner->OnTask(task);
+  std::optional<v1::BuildComplete> complete = sent_.AwaitComplete(1);
+  ASSERT_TRUE(complete.has_value());
+  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_HOST_FAILED);
+  EXPECT_THAT(complete->reason(), HasSubstr("revert: "));
+  EXPECT_THAT(sent_.progress(1), IsEmpty());
+}
+
 TEST_F(BuildRunnerTest, AnEmptyConfigIsTheOnlyOne) {
   std::unique_ptr<BuildRunner> runner = Runner();
   runner->OnTask(Task(1, base_.substr(0, 12), ""));

@@ -233,6 +233,9 @@ void Connection::Handle(const v1::ControllerMessage& message, bool* welcomed) {
     case v1::ControllerMessage::kCancelBuild:
       delegate_.OnCancelBuild(message.cancel_build());
       break;
+    case v1::ControllerMessage::kGitQuery:
+      delegate_.OnGitQuery(message.git_query());
+      break;
     case v1::ControllerMessage::BODY_NOT_SET:
       spdlog::warn("ignoring an empty message from {}", options_.controller);
       break;

@@ -12,7 +12,7 @@
 // (backoff.h); a Welcome resets the delay.
 //
 // The connection handles Welcome, Reject, acks (into the outbox) and empty messages itself;
-// assignments, cancels, reboot requests and build tasks go to the delegate.
+// assignments, cancels, reboot requests, build tasks and git questions go to the delegate.
 //
 // Thread-safe: Run() on one thread, everything else from any. Locks: the delegate is always
 // called without the connection's locks held, so it may hold its own lock while it calls
@@ -72,6 +72,7 @@ class ConnectionDelegate {
   // Kernel builds (build_runner.h); an agent that is no builder ignores them.
   virtual void OnBuild(const v1::BuildTask& task) { (void)task; }
   virtual void OnCancelBuild(const v1::CancelBuild& cancel) { (void)cancel; }
+  virtual void OnGitQuery(const v1::GitQuery& query) { (void)query; }
 };
 
 class Connection {
