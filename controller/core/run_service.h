@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "tlbfleet/v1/agent.pb.h"
 #include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::core {
