@@ -195,6 +195,23 @@ describe("ApiClient", () => {
     expect(compareQuery({ baseline: "", arm: "", withRunId: "" }).toString()).toBe("");
   });
 
+  it("reads a build's whole log by its task id (GET /builds/{id}/log)", async () => {
+    const { fetch, calls } = fakeFetch([
+      json(200, {
+        build: { taskId: "12", arm: "fix", state: "failed", logLines: "3" },
+        lines: ["  CC a.o", "  CC b.o", "make: *** [vmlinux] Error 2"],
+      }),
+      json(404, { code: "NOT_FOUND", message: "build 99 not found" }),
+    ]);
+    const client = new ApiClient({ fetch });
+    const log = await client.buildLog(12);
+    expect(calls[0]!.url).toBe("/api/v1/builds/12/log");
+    expect(calls[0]!.init?.method).toBe("GET");
+    expect(log.build).toMatchObject({ taskId: 12, arm: "fix", state: "failed", logLines: 3 });
+    expect(log.lines).toEqual(["  CC a.o", "  CC b.o", "make: *** [vmlinux] Error 2"]);
+    await expect(client.buildLog(99)).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   it("a caller's abort is not an outage", async () => {
     const abort = new AbortController();
     const fetch: FetchLike = (_url, init) =>

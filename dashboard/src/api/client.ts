@@ -15,6 +15,7 @@ import { LoginResponse, Principal, Role, WhoAmIResponse } from "./gen/tlbfleet/v
 import {
   CompareRequest,
   CompareResponse,
+  GetBuildLogResponse,
   ListHostsResponse,
   ListRunsRequest,
   ListRunsResponse,
@@ -162,6 +163,21 @@ export class ApiClient {
       query: compareQuery(request),
       signal,
     });
+  }
+
+  /**
+   * The whole log of a kernel build of a run (Run.builds[].taskId; up to 200,000 lines): read
+   * only when the user asks for it; the run itself gives the last lines.
+   */
+  buildLog(taskId: number, signal?: AbortSignal): Promise<GetBuildLogResponse> {
+    return this.call(
+      "GET",
+      `/builds/${encodeURIComponent(String(taskId))}/log`,
+      GetBuildLogResponse,
+      {
+        signal,
+      },
+    );
   }
 
   workloads(signal?: AbortSignal): Promise<ListWorkloadsResponse> {

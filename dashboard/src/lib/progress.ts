@@ -1,6 +1,6 @@
 // Live progress of a run, folded from its RunEvents (SSE): the run's job counts and samples,
-// jobs by state per host, reboots, adaptive rounds, hosts gone silent, the stop reason, and a
-// short log.
+// jobs by state per host, reboots, adaptive rounds, hosts gone silent, its kernel builds, the
+// stop reason, and a short log.
 import {
   JobState,
   RebootEvent_Kind,
@@ -9,6 +9,7 @@ import {
   type JobCounts,
   type RunEvent,
 } from "../api/gen/tlbfleet/v1/fleet";
+import { applyBuildEvent, describeBuildEvent, type LiveBuild } from "./builds";
 import { formatDuration, jobStateName, runStateName, sweepLabel } from "./format";
 import { describeSlotHost } from "./lost-hosts";
 
@@ -43,6 +44,8 @@ export interface Progress {
   log: LogLine[];
   /** job id -> last state and host key, to move a job between hosts' counts. */
   jobStates: Map<number, { state: JobState; host: string }>;
+  /** The run's kernel builds as their events tell them (state, commit, the log's tail). */
+  builds: LiveBuild[];
 }
 
 export const LOG_LIMIT = 200;
@@ -59,6 +62,7 @@ export function emptyProgress(): Progress {
     adaptiveRounds: 0,
     log: [],
     jobStates: new Map(),
+    builds: [],
   };
 }
 
@@ -154,6 +158,14 @@ export function describeEvent(e: RunEvent): { text: string; tone: LogLine["tone"
     }
   }
   if (e.slotHost) return describeSlotHost(e.slotHost);
+  if (e.build) {
+    return (
+      describeBuildEvent(undefined, e.build) ?? {
+        text: `kernel build of arm ${e.build.arm}: ${e.build.logLines.length} log lines`,
+        tone: "info",
+      }
+    );
+  }
   return { text: "progress", tone: "info" };
 }
 
@@ -223,6 +235,17 @@ export function applyEvent(p: Progress, e: RunEvent): Progress {
       // Its slot went to another host: whatever it was running is not its any more.
       h.current = "";
     }
+  }
+  const build = e.build;
+  if (build) {
+    const before = p.builds.find((b) => b.taskId === build.taskId);
+    next.builds = applyBuildEvent(p.builds, build);
+    // Log batches are shown with their build, not here: only a change of state is a line.
+    const line = describeBuildEvent(before, build);
+    if (line) {
+      next.log = [...p.log, { id: e.id, timeMs: e.timeUnixMs, ...line }].slice(-LOG_LIMIT);
+    }
+    return next;
   }
   const line = describeEvent(e);
   next.log = [...p.log, { id: e.id, timeMs: e.timeUnixMs, ...line }].slice(-LOG_LIMIT);

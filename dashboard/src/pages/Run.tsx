@@ -2,8 +2,9 @@
 // comparison: the mmtests table, the verdicts, the charts, the flush profile per arm, a ceiling
 // sweep's recommendation) and the raw samples as the controller's CSV. Cancel for operators.
 // Slots waiting for a silent host are said first, the work measured again and the hosts each
-// arm was measured on with the rest (issue 26).
-import { useEffect, useMemo, useState } from "preact/hooks";
+// arm was measured on with the rest (issue 26). A run with kernel arms built from source shows
+// its builds, their logs' last lines growing with the run's events (issue 21).
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api } from "../api";
 import { ApiError } from "../api/errors";
 import type { Report } from "../api/gen/tlbfleet/v1/common";
@@ -15,26 +16,36 @@ import { MetricChartView } from "../components/Chart";
 import { ComparisonBlock } from "../components/ComparisonTable";
 import { ErrorView, Loading, Section, StateBadge } from "../components/common";
 import { FlushProfileView } from "../components/FlushProfile";
+import { KernelBuildsView } from "../components/KernelBuilds";
 import { Link } from "../components/Link";
 import { AbandonedWorkTable, WaitingNotice } from "../components/LostHosts";
 import { setQuery, useResource, useSession, useTitle, type Location } from "../hooks";
+import { buildEventNeedsRun, kernelText, mergeBuilds } from "../lib/builds";
 import { chartsFromReport } from "../lib/chart-data";
 import { formatDuration, formatUnixTime, sweepLabel } from "../lib/format";
 import { clockTime, policyText } from "../lib/lost-hosts";
 import { applyEvent, emptyProgress, type Progress } from "../lib/progress";
 import { buildBlocks } from "../lib/table";
 
+/** After a build changed state the run is read again, once for a burst (a replayed stream). */
+const BUILD_RELOAD_MS = 300;
+
 /**
  * The run's events while it is not finished. `reload` reads the run again: at the stream's end,
- * and when a slot's host went silent, came back or was given up on (the run's waiting slots and
- * its work measured again are the controller's, read with the run).
+ * when a slot's host went silent, came back or was given up on (the run's waiting slots and
+ * its work measured again are the controller's, read with the run), and when a kernel build
+ * changed state (its builder, build id and release are the run's, not the event's).
  */
 function useRunProgress(runId: string, run: Run | undefined, reload: () => void) {
   const [progress, setProgress] = useState<Progress>(emptyProgress);
   const [status, setStatus] = useState<StreamStatus>({ kind: "connecting" });
   const live = run !== undefined && !isTerminal(run.state);
+  // The builds as last read, for the stream's handler (which lives as long as the stream).
+  const builds = useRef(run?.builds ?? []);
+  builds.current = run?.builds ?? [];
   useEffect(() => {
     if (!live) return;
+    let buildReload: ReturnType<typeof setTimeout> | undefined;
     const stream = new RunEventStream(
       api,
       runId,
@@ -42,6 +53,12 @@ function useRunProgress(runId: string, run: Run | undefined, reload: () => void)
         onEvent: (e) => {
           setProgress((p) => applyEvent(p, e));
           if (e.slotHost) reload();
+          if (e.build && !buildReload && buildEventNeedsRun(builds.current, e.build)) {
+            buildReload = setTimeout(() => {
+              buildReload = undefined;
+              reload();
+            }, BUILD_RELOAD_MS);
+          }
         },
         onStatus: (s) => {
           setStatus(s);
@@ -51,7 +68,10 @@ function useRunProgress(runId: string, run: Run | undefined, reload: () => void)
       { runEnded: async () => isTerminal((await api.getRun(runId)).state) },
     );
     void stream.run();
-    return () => stream.close();
+    return () => {
+      stream.close();
+      if (buildReload) clearTimeout(buildReload);
+    };
   }, [runId, live, reload]);
   return { progress, status, live };
 }
@@ -309,6 +329,10 @@ export function RunPage({ runId, location }: { runId: string; location: Location
   useEffect(() => setWaiting(nowWaiting), [nowWaiting]);
   const { progress, status, live } = useRunProgress(runId, run.data, run.reload);
   const [cancelError, setCancelError] = useState("");
+  const builds = useMemo(
+    () => mergeBuilds(run.data?.builds ?? [], progress.builds),
+    [run.data?.builds, progress.builds],
+  );
   useTitle(run.data?.spec?.name ? `Run ${runId} ${run.data.spec.name}` : `Run ${runId}`);
 
   if (run.error && !run.data) return <ErrorView error={run.error} what={`Run ${runId}`} />;
@@ -336,9 +360,15 @@ export function RunPage({ runId, location }: { runId: string; location: Location
         <dt>benchmark</dt>
         <dd>{r.spec?.benchmark}</dd>
         <dt>arms</dt>
-        <dd>
+        <dd data-testid="arms">
           {r.spec?.arms
-            .map((a) => (a.ceiling ? `${a.name} (ceiling ${a.ceiling})` : a.name))
+            .map((a) => {
+              const about = [
+                a.kernel ? kernelText(a.kernel) : "",
+                a.ceiling ? `ceiling ${a.ceiling}` : "",
+              ].filter((t) => t !== "");
+              return about.length > 0 ? `${a.name} (${about.join(", ")})` : a.name;
+            })
             .join(", ")}
         </dd>
         <dt>created</dt>
@@ -398,6 +428,7 @@ export function RunPage({ runId, location }: { runId: string; location: Location
       <p>
         <Link href={`/compare?a=${encodeURIComponent(r.id)}`}>Compare with another run…</Link>
       </p>
+      <KernelBuildsView builds={builds} />
       {live && <LivePanel progress={progress} status={status} />}
       {!live && <Results run={r} location={location} />}
     </>
