@@ -273,7 +273,23 @@ absl::Status SetFromPath(const HttpRequest& request, pb::Message* message) {
   const pb::Reflection* r = message->GetReflection();
   for (const auto& [name, value] : request.params) {
     const pb::FieldDescriptor* f = d->FindFieldByName(name);
-    if (f == nullptr || f->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING) continue;
+    if (f == nullptr || f->is_repeated()) continue;
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_INT64) {
+      // A numeric id in the path (/api/v1/builds/{task_id}/log).
+      int64_t number = 0;
+      if (!absl::SimpleAtoi(value, &number)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": expected an integer in the path, got \"", value, "\""));
+      }
+      const int64_t given = r->GetInt64(*message, f);
+      if (given != 0 && given != number) {
+        return absl::InvalidArgumentError(absl::StrCat(name, ": the body says ", given,
+                                                       " but the path says ", number));
+      }
+      r->SetInt64(message, f, number);
+      continue;
+    }
+    if (f->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING) continue;
     std::string given = r->GetString(*message, f);
     if (!given.empty() && given != value) {
       return absl::InvalidArgumentError(

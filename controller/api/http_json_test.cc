@@ -125,6 +125,20 @@ TEST(HttpJsonTest, QueryStringsSetFieldsByReflection) {
   }
 }
 
+TEST(HttpJsonTest, IntegerPathParametersAreParsedAndBadOnesNamed) {
+  v1::GetBuildLogRequest m;
+  FakeRequest r("", "");
+  r.request.params["task_id"] = "42";
+  ASSERT_TRUE(SetFromPath(r.request, &m).ok());
+  EXPECT_EQ(m.task_id(), 42);
+  v1::GetBuildLogRequest bad;
+  FakeRequest b("", "");
+  b.request.params["task_id"] = "4x";
+  const absl::Status s = SetFromPath(b.request, &bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().substr(0, 8), "task_id:") << s.message();
+}
+
 TEST(HttpJsonTest, PathParametersWinButMayNotContradictTheBody) {
   v1::CancelRunRequest m;
   FakeRequest r("", "");

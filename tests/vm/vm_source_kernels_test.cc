@@ -59,7 +59,7 @@ std::string Tail(const std::string& s, size_t n = 4000) {
 
 std::string RevParse(const std::string& rev) {
   std::string out;
-  RunCommand({"git", "-C", kRepository, "rev-parse", "--verify", rev + "^{commit}"}, &out);
+  RunCommand({"/usr/bin/git", "-C", kRepository, "rev-parse", "--verify", rev + "^{commit}"}, &out);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }
