@@ -70,7 +70,9 @@ void AppendRounds(const v1::BisectStep& step, std::vector<std::string>* lines) {
     std::string line = absl::StrCat("#   run ", r.run_id(), ", ", boots, " boots per arm so far: ");
     const v1::BisectComparison& c = r.comparison();
     if (c.verdict() == v1::BISECT_VERDICT_UNSPECIFIED) {
-      lines->push_back(absl::StrCat(line, "measuring"));
+      // A closed step's round without a comparison: its run ended without one (a skip).
+      lines->push_back(absl::StrCat(
+          line, step.verdict() == v1::BISECT_VERDICT_UNSPECIFIED ? "measuring" : "not measured"));
       continue;
     }
     const char* versus = kind == StepKind::kEndpointCheck  ? "bad vs good "

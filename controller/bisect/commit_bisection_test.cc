@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "controller/bisect/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Hash(int position) { return absl::StrFormat("c%02d", position); }
 
@@ -748,6 +750,68 @@ TEST(CommitBisectLogTest, ReadsAndReplaysLikeGitBisectLog) {
       "and bad with it reverted measures like good (fake over 1 run(s))",
   };
   EXPECT_EQ(CommitBisectLog(b.state()), want);
+}
+
+}  // namespace
+}  // namespace tlbfleet::bisect
+
+// The report of a commit bisection (report.h): it names the commit, its subject and author, the
+// verification, the skips with their reasons, the lab time, and the replayable log.
+namespace tlbfleet::bisect {
+namespace {
+
+TEST(CommitBisectionReportTest, NamesTheCommitTheSkipsTheVerificationAndTheLabTime) {
+  FakeHistory history;
+  history.culprit = 5;
+  history.unbuildable = {8};
+  CommitBisection b = MustStart(history.Spec());
+  Drive(&b, &history);
+  ASSERT_EQ(b.state().status(), v1::BISECT_FOUND);
+  v1::BisectState state = b.state();
+  int64_t total = 0;
+  for (v1::BisectStep& step : *state.mutable_steps()) {
+    for (v1::BisectRound& round : *step.mutable_rounds()) {
+      round.set_run_seconds(600);
+      total += 600;
+    }
+  }
+  ASSERT_GT(total, 3600);
+  const std::string report = RenderReport(state);
+  EXPECT_THAT(report, HasSubstr("between v6.1 (c00) and tlb-work (c16) (16 commits of source "
+                                "linux)"));
+  EXPECT_THAT(report, HasSubstr("first bad commit: c05\n    subject 5\n    author: A U Thor "
+                                "<a@example.org>\n"));
+  EXPECT_THAT(report, HasSubstr("verification: confirmed: c05 is again worse than its parent"));
+  // The skipped step has no rounds: its reason, and nothing measured.
+  EXPECT_THAT(report, HasSubstr("c08 subject 8 (commit 8 of 16, between 0 and 16)\n"
+                                "          skipped: build failed: c08 does not link\n"));
+  EXPECT_THAT(report, HasSubstr(absl::StrFormat("lab time: %d h %02d min over", total / 3600,
+                                                (total % 3600) / 60)));
+  EXPECT_THAT(report, HasSubstr("10 min 00 s"));
+  EXPECT_THAT(report, HasSubstr("git bisect skip c08\n"));
+  EXPECT_THAT(report, HasSubstr("# first bad commit: [c05] subject 5\n"));
+}
+
+TEST(CommitBisectionReportTest, OneOfListsTheCandidatesWithTheirSubjects) {
+  FakeHistory history;
+  history.culprit = 5;
+  history.unbuildable = {4};
+  CommitBisection b = MustStart(history.Spec());
+  Drive(&b, &history);
+  ASSERT_EQ(b.state().status(), v1::BISECT_ONE_OF);
+  const std::string report = RenderReport(b.state());
+  EXPECT_THAT(report, HasSubstr("the first bad commit is one of (only skipped commits are "
+                                "left):\n    c04 subject 4\n    c05 subject 5\n"));
+  EXPECT_THAT(report, Not(HasSubstr("first bad commit: ")));
+}
+
+TEST(CommitBisectionReportTest, AJustStartedCommitBisectionRendersWithoutSteps) {
+  FakeHistory history;
+  CommitBisection b = MustStart(history.Spec());
+  const std::string report = RenderReport(b.state());
+  EXPECT_THAT(report, HasSubstr("bisect b1: running"));
+  EXPECT_THAT(report, HasSubstr("  none\n"));
+  EXPECT_THAT(report, HasSubstr("lab time: 0 s over 0 runs"));
 }
 
 }  // namespace

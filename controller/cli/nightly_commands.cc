@@ -87,7 +87,7 @@ NightlyCommands::NightlyCommands(CLI::App& app) {
   AddFormat(series_, &format_);
 
   bisect_ = app.add_subcommand("bisect",
-                               "bisections over boot entries: start FILE | show ID | "
+                               "bisections over boot entries or commits: start FILE | show ID | "
                                "list | cancel ID");
   bisect_->require_subcommand(1);
   bisect_start_ = bisect_->add_subcommand("start", "start a bisection (YAML); prints its id last");
@@ -208,8 +208,15 @@ int NightlyCommands::Bisect(NightlyClient& client, std::ostream& out, std::ostre
     v1::BisectState state;
     grpc::Status s = client.Call(&Stub::StartBisect, request, &state);
     if (!s.ok()) return Failure(s, client.address(), err);
-    out << fmt::format("started bisect {} over {} entries ({} good, {} bad){}\n{}\n", state.id(),
-                       state.spec().entries_size(), state.spec().good(), state.spec().bad(),
+    const v1::BisectSpec& spec = state.spec();
+    const std::string over = spec.has_commits()
+                                 ? fmt::format("{} commits of source {} ({} good: {}, {} bad: {})",
+                                               spec.commits().range_size(), spec.commits().source(),
+                                               spec.commits().good_rev(), spec.good(),
+                                               spec.commits().bad_rev(), spec.bad())
+                                 : fmt::format("{} entries ({} good, {} bad)", spec.entries_size(),
+                                               spec.good(), spec.bad());
+    out << fmt::format("started bisect {} over {}{}\n{}\n", state.id(), over,
                        state.pending_run_id().empty()
                            ? ""
                            : fmt::format("; measuring in run {}", state.pending_run_id()),

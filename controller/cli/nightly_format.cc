@@ -78,9 +78,14 @@ std::string FormatBisectsTable(const tlbfleet::v1::ListBisectsResponse& bisects)
     const std::string result = b.status() == tlbfleet::v1::BISECT_FOUND
                                    ? fmt::format("first bad: {}", b.first_bad())
                                    : Part(b.reason());
-    table.AddRow({b.id(), bisect::BisectStatusName(b.status()),
-                  std::to_string(b.spec().entries_size()), b.spec().good(), b.spec().bad(),
-                  std::to_string(b.steps_size()), Part(b.pending_run_id()), result});
+    // Over commits: the commits of good..bad, the revisions as the user wrote them.
+    const bool commits = b.spec().has_commits();
+    table.AddRow(
+        {b.id(), bisect::BisectStatusName(b.status()),
+         std::to_string(commits ? b.spec().commits().range_size() : b.spec().entries_size()),
+         commits ? b.spec().commits().good_rev() : b.spec().good(),
+         commits ? b.spec().commits().bad_rev() : b.spec().bad(), std::to_string(b.steps_size()),
+         Part(b.pending_run_id()), result});
   }
   return table.Render();
 }

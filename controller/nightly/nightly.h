@@ -1,7 +1,7 @@
 #pragma once
 // The nightly unit: schedules that start runs, the history their results build, regressions,
-// and bisections over boot entries. It sits beside the controller's core, not inside it: a
-// FleetObserver (OnRunFinished) that calls the core's facade (Submit, GetRun, GetResults,
+// and bisections over boot entries or commits. It sits beside the controller's core, not inside it:
+// a FleetObserver (OnRunFinished) that calls the core's facade (Submit, GetRun, GetResults,
 // ListRuns, ListHosts, CancelRun) like any client, with tables of its own
 // (store/nightly_store.h). The transports call its user operations, as they call the core's.
 //
@@ -50,6 +50,8 @@
 #include "tlbfleet/v1/nightly.pb.h"
 
 namespace tlbfleet::nightly {
+
+class AnyBisection;
 
 struct NightlyOptions {
   const Clock* clock = &Clock::Real();  // schedules' time; not owned
@@ -104,8 +106,10 @@ class Nightly : public core::FleetObserver {
 
   // --- bisections ---
   // INVALID_ARGUMENT naming the field: good and bad the same or out of order, an unknown
-  // entry (one no known host that the run selects has), a bad run spec. Submits the first
-  // measurement at once.
+  // entry (one no known host that the run selects has), a bad run spec; over commits, an
+  // unknown source or config, a revision that does not resolve, good not an ancestor of bad
+  // (ResolveCommits; FAILED_PRECONDITION when no builder can say). Submits the first measurement at
+  // once.
   absl::StatusOr<v1::BisectState> StartBisect(const std::string& yaml, const std::string& source);
   absl::StatusOr<v1::GetBisectResponse> GetBisect(const std::string& id);
   absl::StatusOr<v1::ListBisectsResponse> ListBisects(uint32_t limit);
@@ -168,6 +172,26 @@ class Nightly : public core::FleetObserver {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Checks the entries against the hosts the controller knows.
   absl::Status CheckEntriesKnown(const v1::BisectSpec& spec);
+  // A bisection over commits: checks its source and config against the builders the
+  // controller knows and asks one (RunService::QueryGit) for good's and bad's full hashes and
+  // good..bad, filling spec.good, spec.bad and spec.commits.range. INVALID_ARGUMENT naming
+  // commits.source, .config, .good or .bad for a wrong question; FAILED_PRECONDITION when no
+  // builder can answer now (none connected, it failed or did not answer in time).
+  absl::Status ResolveCommits(v1::BisectSpec* spec);
+  // Stores a bisection's new state (with its regression's note once it ended) and logs its
+  // end; an error (counted, retried later) when the store failed.
+  absl::Status StoreBisectProgress(const v1::BisectState& now, std::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // Before the revert check's first run: asks a builder whether the culprit's revert applies
+  // onto bad. True when it does (submit the run); false when the check was skipped (stored,
+  // with the reason) or no builder could answer (asked again later).
+  bool CheckRevertApplies(AnyBisection& b, const bisect::NextAction& next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // A commit bisection's run that failed because a kernel it measures did not build: the
+  // tested commit is skipped (git bisect skip; good's or bad's stops the bisection), the
+  // revert check is skipped. nullopt when the failure is not that (RunFailed then).
+  std::optional<absl::Status> SkipUnbuildable(AnyBisection& b, const v1::Run& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
 
   // Logs at error that `what` (with its ids) failed in the store, counts it, and has the work
   // redone later (RetryLater).

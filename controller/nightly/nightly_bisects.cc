@@ -1,21 +1,33 @@
-// The nightly unit's bisections: starting one, submitting each measurement exactly once,
-// moving it on when its run ends, cancelling it.
+// The nightly unit's bisections: starting one (over commits: its range listed by a builder),
+// submitting each measurement exactly once, moving it on when its run ends (over commits: a
+// commit that does not build is skipped, the culprit's revert tried first), cancelling it.
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/bisect/bisect_state.h"
+#include "controller/bisect/calibrated.h"
 #include "controller/bisect/report.h"
+#include "controller/nightly/any_bisection.h"
 #include "controller/nightly/nightly.h"
 #include "controller/nightly/nightly_internal.h"
 #include "controller/nightly/specs.h"
 #include "controller/scheduler/host_fit.h"
 #include "controller/scheduler/run_spec.h"
+#include "controller/store/builds.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::nightly {
 namespace {
+
+// A builder answers git questions at once (agent.proto, GitQuery); listing a long range may
+// take a while on a cold repository. The revert check waits less: it runs on the worker.
+constexpr absl::Duration kRangeQueryTimeout = absl::Seconds(60);
+constexpr absl::Duration kRevertQueryTimeout = absl::Seconds(30);
 
 // "bisect-4-s2-r1": the bisection, its step and the step's round; unique, and the same after
 // a restart, so that a run submitted just before a crash is found again by its name.
@@ -66,11 +78,96 @@ absl::Status Nightly::CheckEntriesKnown(const v1::BisectSpec& spec) {
   return absl::OkStatus();
 }
 
+absl::Status Nightly::ResolveCommits(v1::BisectSpec* spec) {
+  v1::BisectCommits* commits = spec->mutable_commits();
+  // The source and config are the builders' names: only the hosts can say what they have.
+  absl::StatusOr<v1::ListHostsResponse> hosts = controller_.ListHosts();
+  if (!hosts.ok()) return hosts.status();
+  std::set<std::string> sources;
+  std::set<std::string> configs;
+  for (const v1::Host& h : hosts->hosts()) {
+    for (const v1::KernelSourceInfo& s : h.info().kernel_sources()) {
+      sources.insert(s.name());
+      if (s.name() == commits->source()) configs.insert(s.configs().begin(), s.configs().end());
+    }
+  }
+  if (sources.count(commits->source()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commits.source: no builder agent has a kernel source named \"", commits->source(), "\" (",
+        sources.empty()
+            ? std::string("no builder agent has connected (tlbfleet-agent --kernel-sources)")
+            : absl::StrCat("sources: ", absl::StrJoin(sources, ", ")),
+        ")"));
+  }
+  if (!commits->config().empty() && configs.count(commits->config()) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commits.config: source ", commits->source(), " has no build config \"", commits->config(),
+        "\" (it has ", configs.empty() ? std::string("none") : absl::StrJoin(configs, ", "), ")"));
+  }
+  // A wrong question is the user's (INVALID_ARGUMENT, naming the field); a builder away,
+  // failing or silent is FAILED_PRECONDITION: nothing is stored, and the same request may work
+  // later.
+  const auto ask = [&](v1::GitQuery query,
+                       const std::string& field) -> absl::StatusOr<v1::GitAnswer> {
+    query.set_source(commits->source());
+    absl::StatusOr<v1::GitAnswer> answer = controller_.QueryGit(query, kRangeQueryTimeout);
+    if (answer.ok()) return answer;
+    if (absl::IsInvalidArgument(answer.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", answer.status().message()));
+    }
+    // Not UNAVAILABLE: to a client that means the controller itself could not be reached.
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ": no builder of source ", commits->source(),
+                     " could answer now (try again): ", answer.status().message()));
+  };
+  std::string hash[2];
+  const std::string* revs[2] = {&commits->good_rev(), &commits->bad_rev()};
+  for (int i = 0; i < 2; ++i) {
+    const std::string field = i == 0 ? "commits.good" : "commits.bad";
+    v1::GitQuery resolve;
+    resolve.set_kind(v1::GitQuery::KIND_RESOLVE);
+    resolve.set_rev(*revs[i]);
+    absl::StatusOr<v1::GitAnswer> answer = ask(resolve, field);
+    if (!answer.ok()) return answer.status();
+    if (answer->resolved().empty()) {
+      return absl::UnavailableError(
+          absl::StrCat(field, ": the builder resolved \"", *revs[i], "\" to nothing"));
+    }
+    hash[i] = answer->resolved();
+  }
+  if (hash[0] == hash[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commits.bad: \"", commits->bad_rev(), "\" is the same commit as good (", hash[0], ")"));
+  }
+  v1::GitQuery range;
+  range.set_kind(v1::GitQuery::KIND_RANGE);
+  range.set_good(hash[0]);
+  range.set_bad(hash[1]);
+  // The builder's words say what is wrong (good not an ancestor of bad); good is the usual
+  // mistake.
+  absl::StatusOr<v1::GitAnswer> answer = ask(range, "commits.good");
+  if (!answer.ok()) return answer.status();
+  if (answer->commits().empty() || answer->commits().rbegin()->hash() != hash[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commits.good: ", commits->good_rev(), " (", hash[0], ") is not an ancestor of bad ",
+        commits->bad_rev(), " (", hash[1], "): good..bad does not end with bad"));
+  }
+  spec->set_good(hash[0]);
+  spec->set_bad(hash[1]);
+  commits->mutable_range()->CopyFrom(answer->commits());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::BisectState> Nightly::StartBisect(const std::string& yaml,
                                                      const std::string& source) {
   absl::StatusOr<v1::BisectSpec> spec = ParseBisectSpec(yaml, source);
   if (!spec.ok()) return spec.status();
-  if (absl::Status s = CheckEntriesKnown(*spec); !s.ok()) return s;
+  if (IsCommitBisection(*spec)) {
+    // Asked before the lock: a builder may take its time, and the worker must not wait.
+    if (absl::Status s = ResolveCommits(&*spec); !s.ok()) return s;
+  } else if (absl::Status s = CheckEntriesKnown(*spec); !s.ok()) {
+    return s;
+  }
   absl::MutexLock lock(&work_mu_);
   return CreateBisect(*std::move(spec));
 }
@@ -80,7 +177,7 @@ absl::StatusOr<v1::BisectState> Nightly::CreateBisect(v1::BisectSpec spec) {
     if (absl::Status s = CheckBisectRun(&spec); !s.ok()) return s;
   }
   // Checked before a row is made, so a refused bisection leaves nothing behind.
-  absl::StatusOr<bisect::Bisection> probe = bisect::Bisection::Start("probe", spec);
+  absl::StatusOr<AnyBisection> probe = AnyBisection::Start("probe", spec);
   if (!probe.ok()) return probe.status();
   const std::string regression_id = spec.regression_id();
   const std::string for_regression =
@@ -90,7 +187,7 @@ absl::StatusOr<v1::BisectState> Nightly::CreateBisect(v1::BisectSpec spec) {
     StoreFailed(StoreOp::kWrite, absl::StrCat("creating a bisection", for_regression), id.status());
     return id.status();
   }
-  absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Start(*id, std::move(spec));
+  absl::StatusOr<AnyBisection> b = AnyBisection::Start(*id, std::move(spec));
   if (!b.ok()) return b.status();
   // Until its state is stored the row is empty, which every reader skips: a failure here
   // leaves no bisection behind, and the regression names none.
@@ -102,8 +199,10 @@ absl::StatusOr<v1::BisectState> Nightly::CreateBisect(v1::BisectSpec spec) {
     StoreFailed(StoreOp::kWrite, absl::StrCat("storing new bisect ", *id, for_regression), saved);
     return saved;
   }
-  spdlog::info("nightly: bisect {} started over {} entries, good {} bad {}{}", *id,
-               b->state().spec().entries_size(), b->state().spec().good(), b->state().spec().bad(),
+  const v1::BisectSpec& started = b->state().spec();
+  spdlog::info("nightly: bisect {} started over {} {}, good {} bad {}{}", *id,
+               IsCommitBisection(started) ? started.commits().range_size() : started.entries_size(),
+               IsCommitBisection(started) ? "commits" : "entries", started.good(), started.bad(),
                for_regression);
   AdvanceBisect(b->state());
   absl::StatusOr<v1::BisectState> stored = store_.GetBisect(*id);
@@ -116,8 +215,63 @@ absl::StatusOr<v1::BisectState> Nightly::CreateBisect(v1::BisectSpec spec) {
   return stored;
 }
 
+absl::Status Nightly::StoreBisectProgress(const v1::BisectState& now, std::string_view what) {
+  const bool noted = now.status() != v1::BISECT_RUNNING && !now.spec().regression_id().empty();
+  // With the regression's note in the same transaction, so that the note cannot be lost.
+  absl::Status saved = noted ? store_.SaveBisectAndNoteRegression(now, OutcomeNote(now), NowMs())
+                             : store_.SaveBisect(now, NowMs());
+  if (!saved.ok()) {
+    StoreFailed(StoreOp::kWrite, absl::StrCat("bisect ", now.id(), ": storing ", std::string(what)),
+                saved);
+    return saved;
+  }
+  if (now.status() != v1::BISECT_RUNNING) {
+    spdlog::info("nightly: bisect {} {}: {}", now.id(), bisect::BisectStatusName(now.status()),
+                 now.status() == v1::BISECT_FOUND
+                     ? absl::StrCat("first bad ", now.first_bad(), " (verification: ",
+                                    bisect::VerificationName(now.verification().outcome()), ")")
+                     : now.reason());
+  }
+  return absl::OkStatus();
+}
+
+bool Nightly::CheckRevertApplies(AnyBisection& b, const bisect::NextAction& next) {
+  const v1::BisectState& state = b.state();
+  const v1::BisectSpec& spec = state.spec();
+  v1::GitQuery query;
+  query.set_kind(v1::GitQuery::KIND_REVERT_APPLIES);
+  query.set_source(spec.commits().source());
+  query.set_rev(next.revert);
+  query.set_onto(spec.bad());
+  absl::StatusOr<v1::GitAnswer> answer = controller_.QueryGit(query, kRevertQueryTimeout);
+  std::string why;
+  if (!answer.ok()) {
+    if (!absl::IsInvalidArgument(answer.status())) {
+      // No builder now: asked again at the next pass (the recovery advances it).
+      spdlog::error(
+          "nightly: bisect {}: does the revert of {} apply onto {}? {}; asked again later",
+          state.id(), next.revert, spec.bad(), answer.status().ToString());
+      RetryLater();
+      return false;
+    }
+    why = absl::StrCat("the builder could not revert ", next.revert, " on bad ", spec.bad(), ": ",
+                       answer.status().message());
+  } else if (!answer->revert_applies()) {
+    why =
+        absl::StrCat("the revert of ", next.revert, " does not apply cleanly onto bad ", spec.bad(),
+                     answer->error().empty() ? "" : absl::StrCat(" (", answer->error(), ")"));
+  }
+  if (why.empty()) return true;
+  if (absl::Status s = b.commits()->SkipRevertCheck(why); !s.ok()) {
+    spdlog::error("nightly: bisect {}: {}", state.id(), s.ToString());
+    return false;
+  }
+  StoreBisectProgress(b.state(), "that the revert check was skipped").IgnoreError();
+  return false;
+}
+
 void Nightly::AdvanceBisect(const v1::BisectState& state) {
-  absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Resume(state);
+  absl::StatusOr<AnyBisection> b = AnyBisection::Resume(state);
   if (!b.ok()) {
     spdlog::error("nightly: bisect {} cannot resume: {}", state.id(), b.status().ToString());
     return;
@@ -139,7 +293,11 @@ void Nightly::AdvanceBisect(const v1::BisectState& state) {
     }
     return;
   }
-  if (next.kind != bisect::NextAction::Kind::kMeasure) return;
+  if (!b->WantsRun()) return;
+  if (next.kind == bisect::NextAction::Kind::kVerifyRevert && !bisect::HasOpenStep(b->state())) {
+    // Asked once, before the step's first run: its rounds measure the same revert.
+    if (!CheckRevertApplies(*b, next)) return;
+  }
   const std::string name = MeasurementName(b->state(), next);
   v1::BisectState failed = b->state();
   failed.set_status(v1::BISECT_FAILED);
@@ -198,7 +356,15 @@ void Nightly::AdvanceBisect(const v1::BisectState& state) {
 }
 
 absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& run) {
-  absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Resume(std::move(state));
+  // The lab time of the round, for the report: recorded with the step's result.
+  for (v1::BisectStep& step : *state.mutable_steps()) {
+    for (v1::BisectRound& round : *step.mutable_rounds()) {
+      if (round.run_id() == run.id() && run.finished_unix() >= run.created_unix()) {
+        round.set_run_seconds(run.finished_unix() - run.created_unix());
+      }
+    }
+  }
+  absl::StatusOr<AnyBisection> b = AnyBisection::Resume(std::move(state));
   if (!b.ok() || b->state().pending_run_id() != run.id()) return absl::OkStatus();  // handled
   absl::Status s;
   if (run.state() == v1::RUN_STATE_SUCCEEDED) {
@@ -207,6 +373,8 @@ absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& ru
       // The samples cannot be compared (none of the metric, say): asking again changes nothing.
       s = b->RunFailed(run.id(), absl::StrCat("its samples cannot be compared: ", s.message()));
     }
+  } else if (std::optional<absl::Status> skipped = SkipUnbuildable(*b, run); skipped.has_value()) {
+    s = *skipped;
   } else {
     s = b->RunFailed(run.id(), run.error().empty() ? v1::RunState_Name(run.state()) : run.error());
   }
@@ -215,23 +383,57 @@ absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& ru
     return absl::OkStatus();  // not the store's: handling the run again changes nothing
   }
   const v1::BisectState& now = b->state();
-  const bool noted = now.status() != v1::BISECT_RUNNING && !now.spec().regression_id().empty();
-  // With the regression's note in the same transaction, so that the note cannot be lost.
-  absl::Status saved = noted ? store_.SaveBisectAndNoteRegression(now, OutcomeNote(now), NowMs())
-                             : store_.SaveBisect(now, NowMs());
-  if (!saved.ok()) {
-    // The stored state still awaits the run: handling it again redoes this step.
-    StoreFailed(StoreOp::kWrite,
-                absl::StrCat("bisect ", now.id(), ": storing the result of run ", run.id()), saved);
+  // The stored state still awaits the run when this fails: handling it again redoes this step.
+  if (absl::Status saved = StoreBisectProgress(now, absl::StrCat("the result of run ", run.id()));
+      !saved.ok()) {
     return saved;
   }
-  if (now.status() == v1::BISECT_RUNNING) {
-    AdvanceBisect(now);
-    return absl::OkStatus();
+  if (now.status() == v1::BISECT_RUNNING) AdvanceBisect(now);
+  return absl::OkStatus();
+}
+
+std::optional<absl::Status> Nightly::SkipUnbuildable(AnyBisection& b, const v1::Run& run) {
+  bisect::CommitBisection* commits = b.commits();
+  if (commits == nullptr || run.state() != v1::RUN_STATE_FAILED) return std::nullopt;
+  const v1::KernelBuild* failed = nullptr;
+  for (const v1::KernelBuild& build : run.builds()) {
+    if (build.state() == "failed") failed = &build;
   }
-  spdlog::info("nightly: bisect {} {}: {}", now.id(), bisect::BisectStatusName(now.status()),
-               now.status() == v1::BISECT_FOUND ? absl::StrCat("first bad ", now.first_bad())
-                                                : now.reason());
+  if (failed == nullptr) return std::nullopt;
+  // A builder that failed its tries (disk full, git failed) says nothing of the commit:
+  // store/builds.cc ends such a build with the count of attempts.
+  if (absl::EndsWith(failed->reason(),
+                     absl::StrCat(" (", store::builds::kMaxBuildAttempts, " attempts)"))) {
+    return std::nullopt;
+  }
+  const v1::BisectState& state = b.state();
+  if (!bisect::HasOpenStep(state)) return std::nullopt;
+  const v1::BisectStep& step = *state.steps().rbegin();
+  const uint32_t number = step.number();  // `step` is the machine's: read it before it changes
+  const std::string reason =
+      absl::StrCat("build failed: ", failed->reason().empty() ? run.error() : failed->reason());
+  absl::Status s;
+  switch (bisect::KindOfStep(step)) {
+    case bisect::StepKind::kVerifyRevert:
+      if (failed->arm() != bisect::kTestedArm) return std::nullopt;
+      s = commits->SkipRevertCheck(absl::StrCat("bad with ", step.tested(), " reverted: ", reason));
+      break;
+    case bisect::StepKind::kEndpointCheck:
+    case bisect::StepKind::kSearch:
+      // The arm's revision is the full hash the step asked for: good's or bad's stops the
+      // bisection (they are measured in every step), the tested commit's is `git bisect skip`.
+      s = commits->Skip(failed->kernel().rev(), reason);
+      break;
+    case bisect::StepKind::kVerifyParent:
+      return std::nullopt;  // both were built before: not the commit's fault
+  }
+  if (!s.ok()) {
+    spdlog::warn("nightly: bisect {}: run {}: build of {} failed but cannot be skipped: {}",
+                 state.id(), run.id(), failed->kernel().rev(), s.ToString());
+    return std::nullopt;
+  }
+  spdlog::info("nightly: bisect {} step {}: {} skipped ({})", b.state().id(), number,
+               failed->kernel().rev(), reason);
   return absl::OkStatus();
 }
 
@@ -257,7 +459,7 @@ absl::StatusOr<v1::BisectState> Nightly::CancelBisect(const std::string& id) {
   absl::MutexLock lock(&work_mu_);
   absl::StatusOr<v1::BisectState> state = Counted(StoreOp::kRead, store_.GetBisect(id));
   if (!state.ok()) return state.status();
-  absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Resume(*state);
+  absl::StatusOr<AnyBisection> b = AnyBisection::Resume(*state);
   if (!b.ok()) return b.status();
   const std::string pending = b->state().pending_run_id();
   b->Cancel();

@@ -1,7 +1,9 @@
 #pragma once
-// The fixture of the nightly unit's tests (tests only): a real core (in process, real SQLite)
-// with a simulated host (sim_lab_for_test.h), the nightly unit on a fake clock driven by hand,
-// and the log captured.
+// The fixture of the nightly unit's tests (tests only): a real core (in process, real SQLite,
+// a real artifact store) with a simulated host (sim_lab_for_test.h), the nightly unit on a fake
+// clock driven by hand, and the log captured. A test that sets `git_` (in its constructor, before
+// SetUp) gets a host that also builds and boots the kernels of that history, and the nightly
+// unit's QueryGit answered from it (SimRunService).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "common/clock.h"
+#include "controller/artifacts/artifact_store.h"
 #include "controller/core/controller_impl.h"
 #include "controller/nightly/nightly.h"
 #include "controller/nightly/sim_lab_for_test.h"
@@ -101,23 +104,31 @@ class NightlyTest : public ::testing::Test {
     // from this thread and expects each assignment within the call that causes it.
     store_ = *store::Store::Open(Db(), {.writer_thread = false});
     nightly_store_ = *store::NightlyStore::Open(Db());
-    controller_ =
-        std::make_unique<core::ControllerImpl>(*store_, core::ControllerOptions{}, clock_);
+    artifacts_ = *artifacts::ArtifactStore::Open((dir_ / "fleet.db.artifacts").string(), {});
+    core::ControllerOptions controller_options;
+    controller_options.artifacts = artifacts_.get();
+    controller_ = std::make_unique<core::ControllerImpl>(*store_, controller_options, clock_);
+    runs_ = std::make_unique<SimRunService>(controller_->runs(), &git_);
     NightlyOptions options;
     options.clock = &clock_;
     // The tests drive every pass by hand: work a failure left is redone at the next one.
     options.retry_min = absl::ZeroDuration();
     options.retry_max = absl::ZeroDuration();
-    nightly_ = std::make_unique<Nightly>(controller_->runs(), *nightly_store_, options);
+    nightly_ = std::make_unique<Nightly>(*runs_, *nightly_store_, options);
     controller_->AddObserver(nightly_.get());
+    lab_.git = git_.commits.empty() ? nullptr : &git_;
+    lab_.artifacts = artifacts_.get();
     lab_.Connect(controller_->agents());
   }
   // As a kill -9 would leave it: whatever was only in memory is gone.
   void Close() {
     controller_.reset();
     nightly_.reset();
+    runs_.reset();
     nightly_store_.reset();
     store_.reset();
+    lab_.artifacts = nullptr;
+    artifacts_.reset();
   }
 
   // Lets the lab, the core and the nightly unit work until `done` (or a bound).
@@ -143,10 +154,13 @@ class NightlyTest : public ::testing::Test {
   FakeClock clock_;
   bool switched_ = false;
   SimLab lab_;
+  SimGit git_;  // no commits: the lab builds nothing and QueryGit is the core's
   std::filesystem::path dir_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::NightlyStore> nightly_store_;
+  std::unique_ptr<artifacts::ArtifactStore> artifacts_;
   std::unique_ptr<core::ControllerImpl> controller_;
+  std::unique_ptr<SimRunService> runs_;
   std::unique_ptr<Nightly> nightly_;
 };
 

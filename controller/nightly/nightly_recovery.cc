@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "controller/nightly/any_bisection.h"
 #include "controller/nightly/nightly.h"
 #include "controller/nightly/nightly_internal.h"
 #include "spdlog/spdlog.h"
@@ -62,7 +63,7 @@ void Nightly::ResolvePendingSubmissions() {
     // A bisection's run is recorded with the state that awaits it; one the bisection no
     // longer wants (it ended, or failed meanwhile) is not submitted now.
     const std::string bisect_id = BisectOfOwner(s.owner);
-    std::optional<bisect::Bisection> bisection;
+    std::optional<AnyBisection> bisection;
     if (!bisect_id.empty()) {
       absl::StatusOr<v1::BisectState> stored = store_.GetBisect(bisect_id);
       if (!stored.ok() && !absl::IsNotFound(stored.status())) {
@@ -71,13 +72,11 @@ void Nightly::ResolvePendingSubmissions() {
         continue;
       }
       if (stored.ok()) {
-        absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Resume(*stored);
+        absl::StatusOr<AnyBisection> b = AnyBisection::Resume(*stored);
         if (b.ok()) bisection = *std::move(b);
       }
     }
-    const bool wanted =
-        bisect_id.empty() ||
-        (bisection.has_value() && bisection->Next().kind == bisect::NextAction::Kind::kMeasure);
+    const bool wanted = bisect_id.empty() || (bisection.has_value() && bisection->WantsRun());
     absl::StatusOr<std::string> run_id = absl::UnknownError("");
     if (wanted) {
       run_id = SubmitOnce(s);

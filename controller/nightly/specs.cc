@@ -22,6 +22,8 @@ namespace {
 
 constexpr size_t kMaxScheduleName = 64;
 
+bool IsCommits(const v1::BisectSpec& spec) { return spec.has_commits(); }
+
 using yaml_fields::FieldError;
 using yaml_fields::ScalarBool;
 using yaml_fields::ScalarInt;
@@ -251,6 +253,74 @@ absl::Status ResolveParam(v1::BisectSpec* spec) {
                                           "; name the value to bisect on"));
 }
 
+// A git revision as the agents take it (run_spec_validate.cc's rule for kernel.rev): one
+// argument, never an option.
+absl::Status CheckRevisionText(const std::string& rev, const std::string& field) {
+  if (rev.empty()) return FieldError(field, "required");
+  if (rev.size() > 256) {
+    return FieldError(field, absl::StrCat("must be at most 256 characters, got ", rev.size()));
+  }
+  if (rev[0] == '-') {
+    return FieldError(field, absl::StrCat("a revision may not start with '-', got \"", rev, "\""));
+  }
+  for (char c : rev) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
+      return FieldError(field, absl::StrCat("a git revision has no spaces or control characters,"
+                                            " got \"",
+                                            rev, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A source or config name: the agents' names (letters, digits, '.', '_', '-').
+absl::Status CheckSourceName(const std::string& name, const std::string& field) {
+  if (name.empty()) return FieldError(field, "required");
+  const bool ok =
+      name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      });
+  if (!ok) {
+    return FieldError(
+        field,
+        absl::StrCat("expected a name (letters, digits, '.', '_', '-'), got \"", name, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// `commits: {source, good, bad, config}`: the revisions as the user wrote them. The range and
+// the full hashes come later, from a builder (Nightly::StartBisect).
+absl::Status ParseCommits(const YAML::Node& node, v1::BisectCommits* out) {
+  if (!node.IsMap()) {
+    return FieldError("commits", "expected a map: {source: linux, good: v6.1, bad: my-branch}");
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = absl::StrCat("commits.", key);
+    if (key != "source" && key != "good" && key != "bad" && key != "config") {
+      return UnknownField(field, {"source", "good", "bad", "config"});
+    }
+    absl::StatusOr<std::string> v = ScalarText(kv.second, field);
+    if (!v.ok()) return v.status();
+    if (key == "source") out->set_source(*v);
+    if (key == "good") out->set_good_rev(*v);
+    if (key == "bad") out->set_bad_rev(*v);
+    if (key == "config") out->set_config(*v);
+  }
+  if (absl::Status s = CheckSourceName(out->source(), "commits.source"); !s.ok()) return s;
+  if (!out->config().empty()) {
+    if (absl::Status s = CheckSourceName(out->config(), "commits.config"); !s.ok()) return s;
+  }
+  if (absl::Status s = CheckRevisionText(out->good_rev(), "commits.good"); !s.ok()) return s;
+  if (absl::Status s = CheckRevisionText(out->bad_rev(), "commits.bad"); !s.ok()) return s;
+  if (out->good_rev() == out->bad_rev()) {
+    return FieldError("commits.bad",
+                      absl::StrCat("good and bad are the same revision \"", out->good_rev(), "\""));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
@@ -419,9 +489,12 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
         absl::StatusOr<YAML::Node> run = RunNode(kv.second);
         if (!run.ok()) return run.status();
         spec.set_run_yaml(Emit(*run));
+      } else if (key == "commits") {
+        if (absl::Status s = ParseCommits(kv.second, spec.mutable_commits()); !s.ok()) return s;
       } else {
-        return UnknownField(key, {"entries", "good", "bad", "metric", "param", "boots_per_round",
-                                  "max_boots_per_step", "skip_endpoint_check", "run"});
+        return UnknownField(
+            key, {"entries", "commits", "good", "bad", "metric", "param", "boots_per_round",
+                  "max_boots_per_step", "skip_endpoint_check", "run"});
       }
     }
   } catch (const YAML::Exception& e) {
@@ -430,6 +503,28 @@ absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml_in,
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
   if (spec.run_yaml().empty()) return FieldError("run", "required: the run each step measures");
+  if (spec.has_commits()) {
+    // The commits' own good and bad: the top-level ones name boot entries.
+    if (!spec.entries().empty()) {
+      return FieldError("commits",
+                        "give either entries (boot entries) or commits (git revisions), not both");
+    }
+    if (!spec.good().empty() || !spec.bad().empty()) {
+      return FieldError(spec.good().empty() ? "bad" : "good",
+                        "with commits, good and bad go under commits: {source, good, bad}");
+    }
+    if (spec.max_boots_per_step() != 0 && spec.max_boots_per_step() < spec.boots_per_round()) {
+      return FieldError("max_boots_per_step",
+                        absl::StrCat(spec.max_boots_per_step(), " is less than boots_per_round (",
+                                     spec.boots_per_round(), ")"));
+    }
+    if (absl::Status s = CheckBisectRun(&spec); !s.ok()) return s;
+    return spec;
+  }
+  if (spec.entries().empty()) {
+    return FieldError("entries",
+                      "required: boot entries, oldest first (or commits: {source, good, bad})");
+  }
   for (int i = 0; i < spec.entries_size(); ++i) {
     const std::string& e = spec.entries(i);
     const bool ok = !e.empty() && e.size() <= 128 && std::all_of(e.begin(), e.end(), [](char c) {
@@ -463,13 +558,23 @@ absl::Status CheckBisectRun(v1::BisectSpec* spec) {
       if (arms[0].IsMap() && arms[0]["boot_entry"].IsDefined()) {
         return FieldError("run.arms[0].boot_entry", "the bisection chooses the entries");
       }
+      if (arms[0].IsMap() && arms[0]["kernel"].IsDefined()) {
+        return FieldError("run.arms[0].kernel", "the bisection chooses the kernels");
+      }
     }
   } catch (const YAML::Exception& e) {
     return FieldError("run", e.msg);
   }
   bisect::NextAction probe;
-  probe.entries = {spec->entries(0), spec->entries(spec->entries_size() - 1)};
-  probe.entries.insert(probe.entries.begin() + 1, spec->entries(0));
+  probe.kind = bisect::NextAction::Kind::kMeasure;
+  if (IsCommits(*spec)) {
+    // The revisions as written: the run is checked as a step will submit it.
+    const std::string good = spec->good().empty() ? spec->commits().good_rev() : spec->good();
+    const std::string bad = spec->bad().empty() ? spec->commits().bad_rev() : spec->bad();
+    probe.entries = {good, bad, bad};
+  } else {
+    probe.entries = {spec->entries(0), spec->entries(0), spec->entries(spec->entries_size() - 1)};
+  }
   probe.boots = std::max<uint32_t>(spec->boots_per_round(), 1);
   absl::StatusOr<std::string> yaml = MeasurementRunYaml(*spec, probe, "probe");
   if (!yaml.ok()) return yaml.status();
@@ -491,16 +596,32 @@ absl::StatusOr<std::string> MeasurementRunYaml(const v1::BisectSpec& spec,
     if (run["arms"].IsDefined() && run["arms"].IsSequence() && run["arms"].size() == 1) {
       base = YAML::Clone(run["arms"][0]);
     }
-    const bool endpoint_check = next.entries.size() == 2;
-    const std::vector<const char*> roles =
-        endpoint_check
-            ? std::vector<const char*>{bisect::kGoodArm, bisect::kBadArm}
-            : std::vector<const char*>{bisect::kGoodArm, bisect::kTestedArm, bisect::kBadArm};
+    // The parent check measures the parent as good and the culprit as tested (calibrated.h).
+    std::vector<const char*> roles = {bisect::kGoodArm, bisect::kTestedArm, bisect::kBadArm};
+    if (next.entries.size() == 2) {
+      roles = {bisect::kGoodArm, next.kind == bisect::NextAction::Kind::kVerifyParent
+                                     ? bisect::kTestedArm
+                                     : bisect::kBadArm};
+    }
     YAML::Node arms(YAML::NodeType::Sequence);
     for (size_t i = 0; i < next.entries.size() && i < roles.size(); ++i) {
       YAML::Node arm(YAML::NodeType::Map);
       arm["name"] = roles[i];
-      arm["boot_entry"] = next.entries[i];
+      if (IsCommits(spec)) {
+        // A full hash (a revision only in the probe of ParseBisectSpec); the revert check's
+        // tested arm is bad with the culprit reverted.
+        YAML::Node kernel(YAML::NodeType::Map);
+        kernel["source"] = spec.commits().source();
+        kernel["rev"] = next.entries[i];
+        if (!spec.commits().config().empty()) kernel["config"] = spec.commits().config();
+        if (next.kind == bisect::NextAction::Kind::kVerifyRevert &&
+            roles[i] == bisect::kTestedArm) {
+          kernel["revert"] = next.revert;
+        }
+        arm["kernel"] = kernel;
+      } else {
+        arm["boot_entry"] = next.entries[i];
+      }
       if (base.IsMap()) {
         if (base["params"].IsDefined()) arm["params"] = base["params"];
         if (base["ceiling"].IsDefined()) arm["ceiling"] = base["ceiling"];

@@ -24,6 +24,10 @@
 //   max_boots_per_step: 8         # then the step stops as ambiguous (default 8)
 //   skip_endpoint_check: false
 //   run: {benchmark: ..., ...}    # at most one arm: its params and ceiling go to every entry
+//
+// A bisection over commits (docs/kernels.md), instead of entries, good and bad:
+//   commits: {source: linux, good: v6.1, bad: my-branch, config: lab}   # config optional
+// Nightly::StartBisect then asks a builder for good..bad (the full hashes and the range).
 
 #include <string>
 #include <string_view>
@@ -45,7 +49,8 @@ absl::StatusOr<std::string> ScheduledRunYaml(const v1::ScheduleSpec& spec,
 stats::ChangePointOptions DetectorOptions(const v1::ChangeDetection& detection);
 
 // Fills spec.run (parsed), run_yaml, metric (default: the primary one), lower_is_better and
-// checks the measurement runs it will make. Bisection::Start checks the entries.
+// checks the measurement runs it will make. Bisection::Start checks the entries; a spec with
+// `commits` has its revisions checked as text only (the range comes from a builder).
 absl::StatusOr<v1::BisectSpec> ParseBisectSpec(std::string_view yaml, std::string_view source);
 
 // The run of a regression's bisection: the schedule's run (its hosts applied) measuring only
@@ -57,7 +62,9 @@ absl::StatusOr<std::string> BisectRunYamlFromSchedule(const v1::ScheduleSpec& sp
 absl::Status CheckBisectRun(v1::BisectSpec* spec);
 
 // The run spec (YAML) of a bisection's measurement: one arm per entry of `next` named
-// good/tested/bad (bisect/calibrated.h), `next.boots` boots each, named `run_name`.
+// good/tested/bad (bisect/calibrated.h; the parent check: good and tested), `next.boots` boots
+// each, named `run_name`. Over commits each arm is `kernel: {source, rev: <hash>, config}`, the
+// revert check's tested arm with `revert: <culprit>`.
 absl::StatusOr<std::string> MeasurementRunYaml(const v1::BisectSpec& spec,
                                                const bisect::NextAction& next,
                                                const std::string& run_name);
