@@ -16,6 +16,7 @@
 #include "controller/core/controller_fixture_for_test.h"
 #include "controller/core/fake_channel_for_test.h"
 #include "controller/scheduler/boot_plan.h"
+#include "controller/store/boot_requests.h"
 
 namespace tlbfleet::core {
 namespace {
@@ -422,6 +423,41 @@ TEST_F(ControllerGitQueryTest, ABuilderAnswersAQuestionAboutItsSourceAndErrorsKe
   // A builder that does not answer.
   EXPECT_EQ(runs().QueryGit(query, absl::Milliseconds(50)).status().code(),
             absl::StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace tlbfleet::core
+
+namespace tlbfleet::core {
+namespace {
+
+TEST_F(ControllerBuildsTest, AHostThatKeepsComingBackOffTheBuildFailsTheRunInsteadOfLooping) {
+  FakeChannel builder;
+  ASSERT_TRUE(agents().Register(&builder, BuilderHello("b1")).ok());
+  const std::string run_id = Submit(Spec("  - {name: base, kernel: {source: linux, rev: v1}}\n"));
+  const artifacts::TestArtifact a = Publish("build-v1");
+  Succeed(builder, LastBuild(builder)->task_id(), a);
+  // The host reboots as asked each time, but its agent never reports the build's entry (as a
+  // lab guest that loses its state does).
+  int reboots = 0;
+  for (int boot = 0; boot < 10; ++boot) {
+    FakeChannel tester;
+    ASSERT_TRUE(agents().Register(&tester, TesterHello("t1", "boot-" + std::to_string(boot))).ok());
+    Idle(tester);
+    controller_->Tick();
+    reboots += tester.Count(v1::ControllerMessage::kReboot);
+    EXPECT_EQ(tester.Count(v1::ControllerMessage::kAssignment), 0);
+    agents().Unregister(&tester);
+    if (runs().GetRun(run_id)->state() == v1::RUN_STATE_FAILED) break;
+  }
+  absl::StatusOr<v1::Run> run = runs().GetRun(run_id);
+  EXPECT_EQ(run->state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(reboots, 1 + static_cast<int>(store::boot_requests::kMaxEntryMisses) - 1)
+      << "asked once, then again after each miss until the last";
+  EXPECT_NE(run->error().find("host host-t1 was asked 3 times to boot entry kernel-"),
+            std::string::npos)
+      << run->error();
+  EXPECT_NE(run->error().find("came back each time on another (no entry)"), std::string::npos);
 }
 
 }  // namespace

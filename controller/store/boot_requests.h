@@ -27,6 +27,10 @@ absl::Status Record(Database& db, int64_t run_id, int64_t slot, int64_t boot_ind
                     const std::string& boot_entry, const std::string& boot_id);
 
 // The boot entry of boot index `boot_index` of the slot: that of its first job.
+// Times the slot's host came back from the reboot asked for on a boot that was not the entry.
+absl::StatusOr<int64_t> Misses(Database& db, int64_t run_id, int64_t slot);
+inline constexpr int64_t kMaxEntryMisses = 3;
+
 absl::StatusOr<std::string> EntryOf(Database& db, int64_t run_id, int64_t slot, int64_t boot_index);
 
 }  // namespace tlbfleet::store::boot_requests

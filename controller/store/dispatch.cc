@@ -114,6 +114,21 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
                          boot_requests::Claim(db, run_id, slot, lowest, boot_id, request.boot_entry,
                                               request.boot_entry_failed));
     if (!claimed) {
+      TLB_ASSIGN_OR_RETURN(int64_t misses, boot_requests::Misses(db, run_id, slot));
+      if (misses >= boot_requests::kMaxEntryMisses) {
+        // It rebooted as asked and came back on another boot each time: it cannot boot the
+        // entry (an install that does not take, a bootloader ignoring the request).
+        TLB_ASSIGN_OR_RETURN(std::string entry, boot_requests::EntryOf(db, run_id, slot, lowest));
+        TLB_RETURN_IF_ERROR(runs::Fail(
+            db, events, run_id,
+            absl::StrCat("slot ", slot, ": host ", request.hostname, " was asked ", misses,
+                         " times to boot entry ", entry, " and came back each time on another (",
+                         request.boot_entry.empty() ? std::string("no entry")
+                                                    : absl::StrCat("entry ", request.boot_entry),
+                         ")"),
+            request.now_ms));
+        return std::optional<QueuedJob>();
+      }
       TLB_ASSIGN_OR_RETURN(*reboot_entry, boot_requests::EntryOf(db, run_id, slot, lowest));
       TLB_ASSIGN_OR_RETURN(bool ready, KernelReady(db, *reboot_entry, reboot_kernel));
       if (!ready) {

@@ -525,6 +525,10 @@ CREATE TABLE builds (
 CREATE INDEX builds_by_run ON builds(run_id, id);
 CREATE INDEX builds_by_state ON builds(state, id);
 CREATE INDEX builds_by_commit ON builds(source, config, commit_hash, revert);
+-- How often the slot's host came back from a reboot into boot_entry on a boot that is not
+-- that entry (nor one whose check failed): a host that cannot boot it fails the run instead of
+-- rebooting for ever.
+ALTER TABLE slot_boot_requests ADD COLUMN misses INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE build_log (
   build INTEGER NOT NULL REFERENCES builds(id),
   seq   INTEGER NOT NULL,
