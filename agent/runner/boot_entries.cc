@@ -21,7 +21,7 @@
 namespace tlbfleet::agent {
 namespace {
 
-constexpr size_t kMaxNameLength = 128;
+constexpr size_t kMaxEntryNameLength = 128;
 constexpr size_t kMaxOutputEcho = 400;
 
 absl::Status KeyError(absl::string_view source, const std::string& path, absl::string_view what) {
@@ -29,7 +29,7 @@ absl::Status KeyError(absl::string_view source, const std::string& path, absl::s
 }
 
 bool ValidEntryName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (name.empty() || name.size() > kMaxEntryNameLength) return false;
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '_' || c == '+' || c == '-';
@@ -107,7 +107,7 @@ absl::StatusOr<BootEntry> ParseEntry(const YAML::Node& node, absl::string_view s
   if (entry.name.empty()) return KeyError(source, path + ".name", "required");
   if (!ValidEntryName(entry.name)) {
     return KeyError(source, path + ".name",
-                    absl::StrCat("'", entry.name, "' must be 1 to ", kMaxNameLength,
+                    absl::StrCat("'", entry.name, "' must be 1 to ", kMaxEntryNameLength,
                                  " letters, digits, '.', '_', '+' or '-'"));
   }
   if (entry.select.empty()) {
@@ -245,7 +245,7 @@ absl::Status ValidateKernelEntry(const KernelEntry& entry) {
     return absl::InvalidArgumentError(absl::StrCat("kernel entry ", field, ": ", why));
   };
   if (!ValidEntryName(entry.name)) {
-    return bad("name", absl::StrCat("'", entry.name, "' must be 1 to ", kMaxNameLength,
+    return bad("name", absl::StrCat("'", entry.name, "' must be 1 to ", kMaxEntryNameLength,
                                     " letters, digits, '.', '_', '+' or '-'"));
   }
   if (entry.build_id.size() < 16 || !IsLowerHex(entry.build_id)) {
