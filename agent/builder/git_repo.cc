@@ -191,35 +191,124 @@ absl::StatusOr<std::string> GitRepo::ResolveBranch(absl::string_view branch,
                                                  absl::StrJoin(refs, ", "), ")"));
 }
 
+absl::StatusOr<std::string> GitRepo::ParentToRevert(const std::string& commit) const {
+  absl::StatusOr<std::vector<std::string>> parents =
+      Git({"rev-list", "--parents", "-n", "1", commit});
+  if (!parents.ok()) return parents.status();
+  std::vector<std::string> words = absl::StrSplit(FirstLine(*parents), ' ', absl::SkipEmpty());
+  if (words.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commit ", commit, words.size() < 2 ? " is a root commit" : " is a merge commit",
+        ": git revert cannot undo it on its own"));
+  }
+  return words[1];
+}
+
+absl::StatusOr<GitRepo::RevertIndex> GitRepo::ApplyRevert(const std::string& commit,
+                                                          const std::string& parent,
+                                                          const std::string& onto,
+                                                          const std::string& scratch) const {
+  const std::string index = scratch + "/index";
+  const std::string patch = scratch + "/revert.patch";
+  RevertIndex out;
+  out.index_env = "GIT_INDEX_FILE=" + index;
+  // Explicit prefixes: a repository's diff.noprefix would make a patch apply cannot read.
+  absl::StatusOr<std::vector<std::string>> diff =
+      Git({"diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
+           "--src-prefix=a/", "--dst-prefix=b/", "--output=" + patch, commit, parent});
+  if (!diff.ok()) return diff.status();
+  absl::StatusOr<std::vector<std::string>> read = Git({"read-tree", onto}, {out.index_env});
+  if (!read.ok()) return read.status();
+  std::error_code ec;
+  if (fs::file_size(patch, ec) == 0 && !ec) {  // the commit changed nothing: onto's tree
+    out.applied = true;
+    return out;
+  }
+  Command command =
+      GitCommand(repository_, {"apply", "--cached", "--3way", patch}, {out.index_env});
+  absl::StatusOr<CommandResult> result = RunCommand(command, nullptr);
+  if (!result.ok()) return result.status();
+  if (result->ok()) {
+    out.applied = true;
+    return out;
+  }
+  if (result->exit_code == 1 && result->signal == 0 && !result->timed_out) {
+    // git's own account of the conflict, on one line: "Applied patch to 'f' with
+    // conflicts.; U f".
+    std::vector<std::string> lines;
+    for (absl::string_view line : absl::StrSplit(result->stderr_tail, '\n', absl::SkipEmpty())) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty()) lines.emplace_back(line);
+    }
+    out.conflict = absl::StrJoin(lines, "; ");
+    return out;
+  }
+  return absl::InternalError(absl::StrCat(CommandLine(command.argv), ": ", result->Describe(), ": ",
+                                          Trim(result->stderr_tail)));
+}
+
 absl::StatusOr<bool> GitRepo::RevertApplies(absl::string_view commit,
                                             absl::string_view onto) const {
   absl::StatusOr<std::pair<std::string, std::string>> both = ResolveBoth(commit, onto);
   if (!both.ok()) return both.status();
+  absl::StatusOr<std::string> parent = ParentToRevert(both->first);
+  if (!parent.ok()) return parent.status();
+  absl::StatusOr<ScratchDir> scratch = ScratchDir::Make();
+  if (!scratch.ok()) return scratch.status();
+  absl::StatusOr<RevertIndex> index =
+      ApplyRevert(both->first, *parent, both->second, scratch->path());
+  if (!index.ok()) return index.status();
+  return index->applied;
+}
+
+absl::StatusOr<std::string> GitRepo::MakeRevert(absl::string_view commit,
+                                                absl::string_view onto) const {
+  absl::StatusOr<std::pair<std::string, std::string>> both = ResolveBoth(commit, onto);
+  if (!both.ok()) return both.status();
   const std::string& c = both->first;
   const std::string& o = both->second;
-  absl::StatusOr<std::vector<std::string>> parents = Git({"rev-list", "--parents", "-n", "1", c});
-  if (!parents.ok()) return parents.status();
-  std::vector<std::string> words = absl::StrSplit(FirstLine(*parents), ' ', absl::SkipEmpty());
-  if (words.size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("commit ", c, words.size() < 2 ? " is a root commit" : " is a merge commit",
-                     ": git revert cannot undo it on its own"));
+  const std::string does_not_apply = absl::StrCat("the revert of ", c.substr(0, 12),
+                                                  " does not apply onto ", o.substr(0, 12), ": ");
+  absl::StatusOr<std::string> parent = ParentToRevert(c);
+  if (!parent.ok()) {
+    if (!absl::IsInvalidArgument(parent.status())) return parent.status();
+    return absl::AbortedError(absl::StrCat(does_not_apply, parent.status().message()));
   }
   absl::StatusOr<ScratchDir> scratch = ScratchDir::Make();
   if (!scratch.ok()) return scratch.status();
-  const std::string index = scratch->path() + "/index";
-  const std::string patch = scratch->path() + "/revert.patch";
-  const std::string index_env = "GIT_INDEX_FILE=" + index;
-  // Explicit prefixes: a repository's diff.noprefix would make a patch apply cannot read.
-  absl::StatusOr<std::vector<std::string>> diff =
-      Git({"diff", "--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
-           "--src-prefix=a/", "--dst-prefix=b/", "--output=" + patch, c, words[1]});
-  if (!diff.ok()) return diff.status();
-  std::error_code ec;
-  if (fs::file_size(patch, ec) == 0 && !ec) return true;  // the commit changed nothing
-  absl::StatusOr<std::vector<std::string>> read = Git({"read-tree", o}, {index_env});
-  if (!read.ok()) return read.status();
-  return GitYesNo(repository_, {"apply", "--cached", "--3way", patch}, {index_env});
+  absl::StatusOr<RevertIndex> index = ApplyRevert(c, *parent, o, scratch->path());
+  if (!index.ok()) return index.status();
+  if (!index->applied) return absl::AbortedError(absl::StrCat(does_not_apply, index->conflict));
+  absl::StatusOr<std::vector<std::string>> tree = Git({"write-tree"}, {index->index_env});
+  if (!tree.ok()) return tree.status();
+  // The identity and both dates fixed (the committer date of `onto`), the message git
+  // revert's: the same revert is the same commit hash on every builder and every time, so a
+  // build of it is found again (the controller reuses a commit built before) and ccache hits.
+  absl::StatusOr<std::vector<std::string>> about =
+      Git({"show", "-s", "--no-show-signature", "--format=%ct %cz%n%s", c + "^{commit}"});
+  absl::StatusOr<std::vector<std::string>> onto_date =
+      Git({"show", "-s", "--no-show-signature", "--format=%ct %cz", o});
+  if (!about.ok()) return about.status();
+  if (!onto_date.ok()) return onto_date.status();
+  const std::string subject = about->size() > 1 ? (*about)[1] : "";
+  const std::string date = FirstLine(*onto_date);
+  absl::StatusOr<std::vector<std::string>> made =
+      Git({"-c", "i18n.commitEncoding=UTF-8", "commit-tree", "--no-gpg-sign", FirstLine(*tree),
+           "-p", o, "-m", absl::StrCat("Revert \"", subject, "\"\n\nThis reverts commit ", c, ".")},
+          {"GIT_AUTHOR_NAME=tlbfleet", "GIT_AUTHOR_EMAIL=tlbfleet@localhost",
+           "GIT_COMMITTER_NAME=tlbfleet", "GIT_COMMITTER_EMAIL=tlbfleet@localhost",
+           "GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date});
+  if (!made.ok()) return made.status();
+  const std::string revert = FirstLine(*made);
+  if (!IsFullCommitHash(revert)) {
+    return absl::InternalError(absl::StrCat("git commit-tree answered ", Quote(revert)));
+  }
+  // Reachable from a ref: otherwise a `git gc` (or git's own auto gc) may prune it while a
+  // build, or the next build of the same revert, still needs it.
+  absl::StatusOr<std::vector<std::string>> kept =
+      Git({"update-ref", absl::StrCat(kRevertRefPrefix, revert), revert});
+  if (!kept.ok()) return kept.status();
+  return revert;
 }
 
 absl::Status GitRepo::CheckoutWorktree(const std::string& worktree,

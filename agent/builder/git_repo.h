@@ -79,6 +79,18 @@ class GitRepo {
   // parent, or -m to choose one).
   absl::StatusOr<bool> RevertApplies(absl::string_view commit, absl::string_view onto) const;
 
+  // Makes the commit `git revert <commit>` would make on top of `onto`, without a work tree
+  // (as RevertApplies, on a temporary index: then `git write-tree` and `git commit-tree -p
+  // <onto>`), and returns its full hash. Its message is git revert's ("Revert \"<subject>\"",
+  // "This reverts commit <hash>."), its author and committer "tlbfleet <tlbfleet@localhost>"
+  // at the committer date of `onto`: the same revert onto the same commit is the same hash
+  // wherever and whenever it is made. Kept reachable under refs/tlbfleet/reverts/<its hash>,
+  // so `git gc` does not drop it while a build uses it (one small ref per revert built; never
+  // removed by the agent). ABORTED "the revert of <12 hex> does not apply onto <12 hex>:
+  // <git's words>" when it conflicts, or `commit` is a root or merge commit; INVALID_ARGUMENT
+  // when either does not resolve.
+  absl::StatusOr<std::string> MakeRevert(absl::string_view commit, absl::string_view onto) const;
+
   // Makes `worktree` a detached checkout of `commit` (a full hash): `git worktree add
   // --detach` the first time, `git checkout --force --detach` after, which rewrites only the
   // files that differ between the two commits, so the build outputs beside them stay and the
@@ -96,8 +108,25 @@ class GitRepo {
   absl::StatusOr<std::pair<std::string, std::string>> ResolveBoth(absl::string_view first,
                                                                   absl::string_view second) const;
 
+  // The only parent of `commit` (a full hash); INVALID_ARGUMENT for a root or merge commit.
+  absl::StatusOr<std::string> ParentToRevert(const std::string& commit) const;
+
+  // A temporary index (in the directory `scratch`) holding `onto` with the reverse diff of
+  // `commit` applied three-way, or why it did not apply.
+  struct RevertIndex {
+    bool applied = false;
+    std::string conflict;   // git apply's words when it did not apply, on one line
+    std::string index_env;  // GIT_INDEX_FILE=<the index>
+  };
+  absl::StatusOr<RevertIndex> ApplyRevert(const std::string& commit, const std::string& parent,
+                                          const std::string& onto,
+                                          const std::string& scratch) const;
+
   std::string repository_;
 };
+
+// Where GitRepo::MakeRevert keeps the reverts it made: <prefix><hash of the revert commit>.
+inline constexpr char kRevertRefPrefix[] = "refs/tlbfleet/reverts/";
 
 // Whether `text` is a full commit hash: 40 or 64 lowercase hex digits.
 bool IsFullCommitHash(absl::string_view text);

@@ -162,6 +162,53 @@ TEST_F(GitRepoTest, RevertAppliesWhereGitRevertWould) {
   EXPECT_THAT(repo_.Git({"status", "--porcelain"}), ElementsAre());
 }
 
+TEST_F(GitRepoTest, MakeRevertMakesTheSameCommitEverywhere) {
+  const std::string d =
+      repo_.Commit({{"f", Lines({{3, "three"}, {5, "five"}, {15, "fifteen"}})}}, "D: three");
+  const std::string e =
+      repo_.Commit({{"f", Lines({{3, "three"}, {5, "FIVE"}, {15, "fifteen"}})}}, "E: FIVE");
+  const std::string head_before = repo_.Git({"rev-parse", "HEAD"}).at(0);
+
+  // B reverted onto D (a three-way merge: D changed B's context): f as D has it, but line 5
+  // as it was before B.
+  absl::StatusOr<std::string> revert = git_.MakeRevert(b_.substr(0, 10), d);
+  ASSERT_TRUE(revert.ok()) << revert.status();
+  EXPECT_EQ(repo_.Git({"rev-parse", *revert + "^@"}), std::vector<std::string>{d});
+  std::string f;
+  for (const std::string& line : repo_.Git({"show", *revert + ":f"})) f += line + "\n";
+  EXPECT_EQ(f, Lines({{3, "three"}, {15, "fifteen"}}));
+  EXPECT_EQ(repo_.Git({"log", "-1", "--format=%an <%ae>|%cn <%ce>|%ct|%s", *revert}).at(0),
+            absl::StrCat("tlbfleet <tlbfleet@localhost>|tlbfleet <tlbfleet@localhost>|",
+                         repo_.Git({"log", "-1", "--format=%ct", d}).at(0), "|Revert \"B: five\""));
+  EXPECT_THAT(repo_.Git({"log", "-1", "--format=%b", *revert}),
+              testing::Contains("This reverts commit " + b_ + "."));
+  EXPECT_THAT(repo_.Git({"for-each-ref", "--format=%(refname) %(objectname)", kRevertRefPrefix}),
+              ElementsAre(std::string(kRevertRefPrefix) + *revert + " " + *revert));
+
+  // Again, and in a clone made later by someone else: the same hash.
+  EXPECT_EQ(git_.MakeRevert(b_, d).value(), *revert);
+  const std::string clone = repo_.temp().File("clone");
+  repo_.Git({"clone", "--quiet", "--bare", repo_.path(), clone});
+  EXPECT_EQ(GitRepo(clone).MakeRevert(b_, d).value(), *revert);
+
+  // One that conflicts: ABORTED with the hashes and git's words; no commit, no ref.
+  absl::StatusOr<std::string> conflict = git_.MakeRevert(b_, e);
+  EXPECT_EQ(conflict.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string(conflict.status().message()),
+              testing::StartsWith(absl::StrCat("the revert of ", b_.substr(0, 12),
+                                               " does not apply onto ", e.substr(0, 12), ": ")));
+  EXPECT_THAT(conflict.status().message(), HasSubstr("Applied patch to 'f' with conflicts"));
+  absl::StatusOr<std::string> merge = git_.MakeRevert(m_, e);
+  EXPECT_EQ(merge.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(merge.status().message(), HasSubstr("is a merge commit"));
+  EXPECT_EQ(git_.MakeRevert("nope", e).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(repo_.Git({"for-each-ref", kRevertRefPrefix}), testing::SizeIs(1));
+
+  // Neither the work tree nor the index nor HEAD of the repository moved.
+  EXPECT_EQ(repo_.Git({"rev-parse", "HEAD"}).at(0), head_before);
+  EXPECT_THAT(repo_.Git({"status", "--porcelain"}), ElementsAre());
+}
+
 struct timespec MTime(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;

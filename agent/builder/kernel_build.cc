@@ -152,6 +152,16 @@ class BuildRun {
     return Finish(std::move(failure));
   }
 
+  // A step the builder does itself that failed for `reason` (logged).
+  BuildFailure Failed(BuildFailure::Kind kind, const std::string& step, std::string reason) {
+    BuildFailure failure;
+    failure.kind = kind;
+    failure.step = step;
+    failure.reason = std::move(reason);
+    Log("==> failed: " + failure.reason);
+    return Finish(std::move(failure));
+  }
+
   // A step the builder does itself (a checkout, a copy) that failed with `status`.
   BuildFailure HostFailure(const std::string& step, const absl::Status& status) {
     BuildFailure failure;
@@ -252,14 +262,23 @@ absl::StatusOr<BuildResult> KernelBuilder::Build(const BuildRequest& request,
     return absl::InvalidArgumentError(absl::StrCat(
         "commit: \"", request.commit, "\" is not a full commit hash (resolve the revision first)"));
   }
-  GitRepo repo((*source)->repository);
-  absl::StatusOr<std::string> resolved = repo.ResolveCommit(request.commit);
-  if (!resolved.ok() && resolved.status().code() != absl::StatusCode::kInvalidArgument) {
-    return resolved.status();
-  }
-  if (!resolved.ok() || *resolved != request.commit) {
+  if (!request.revert.empty() && !IsFullCommitHash(request.revert)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("commit: ", request.commit, " is not a commit of ", repo.path()));
+        absl::StrCat("revert: \"", request.revert, "\" is not a full commit hash"));
+  }
+  GitRepo repo((*source)->repository);
+  for (const auto& [field, hash] :
+       {std::pair<const char*, const std::string&>{"commit", request.commit},
+        std::pair<const char*, const std::string&>{"revert", request.revert}}) {
+    if (hash.empty()) continue;
+    absl::StatusOr<std::string> resolved = repo.ResolveCommit(hash);
+    if (!resolved.ok() && resolved.status().code() != absl::StatusCode::kInvalidArgument) {
+      return resolved.status();
+    }
+    if (!resolved.ok() || *resolved != hash) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", hash, " is not a commit of ", repo.path()));
+    }
   }
   absl::StatusOr<CommitInfo> commit = repo.Describe(request.commit);
   if (!commit.ok()) return commit.status();
@@ -286,14 +305,39 @@ absl::StatusOr<BuildResult> KernelBuilder::Build(const BuildRequest& request,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   };
-  run.Log(absl::StrCat("==> build ", (*source)->name, " ", request.commit, " (", commit->subject,
+  // Step 0: the revert, a commit of its own, built from here on as any other commit.
+  result.commit = *commit;
+  // Its log lines come after on_commit, so a caller's first word of the build is the commit.
+  std::vector<std::string> revert_log;
+  if (!request.revert.empty()) {
+    const std::string step = absl::StrCat("git revert ", request.revert, " onto ", request.commit);
+    absl::StatusOr<std::string> made = repo.MakeRevert(request.revert, request.commit);
+    absl::StatusOr<CommitInfo> revert = made.ok() ? repo.Describe(*made) : made.status();
+    if (!revert.ok()) {
+      run.Log(absl::StrCat("==> ", step, " (on a temporary index)"));
+      result.commit = CommitInfo{};
+      if (absl::IsAborted(revert.status())) {
+        return fail(
+            run.Failed(BuildFailure::Kind::kBuild, step, std::string(revert.status().message())));
+      }
+      return fail(run.HostFailure(step, revert.status()));
+    }
+    result.commit = *std::move(revert);
+    revert_log = {absl::StrCat("==> ", step, " (on a temporary index)"),
+                  absl::StrCat("==> made ", result.commit.hash, " (", result.commit.subject, ")")};
+  }
+  const CommitInfo& built = result.commit;
+  if (request.on_commit) request.on_commit(built);
+  for (const std::string& line : revert_log) run.Log(line);
+
+  run.Log(absl::StrCat("==> build ", (*source)->name, " ", built.hash, " (", built.subject,
                        ") with config ", (*config)->name, " in ", tree));
-  run.Log(absl::StrCat("==> git checkout --force --detach ", request.commit));
-  if (absl::Status s = repo.CheckoutWorktree(tree, request.commit); !s.ok()) {
+  run.Log(absl::StrCat("==> git checkout --force --detach ", built.hash));
+  if (absl::Status s = repo.CheckoutWorktree(tree, built.hash); !s.ok()) {
     return fail(run.HostFailure("git checkout", s));
   }
 
-  run.set_env({"LC_ALL=C", "KBUILD_BUILD_TIMESTAMP=" + commit->commit_date_rfc2822,
+  run.set_env({"LC_ALL=C", "KBUILD_BUILD_TIMESTAMP=" + built.commit_date_rfc2822,
                "KBUILD_BUILD_USER=tlbfleet", "KBUILD_BUILD_HOST=tlbfleet"});
   std::vector<std::string> make = {"make", absl::StrCat("ARCH=", arch->arch)};
   if (options_.use_ccache && FindProgram("ccache").ok()) make.push_back("CC=ccache gcc");
@@ -338,7 +382,7 @@ absl::StatusOr<BuildResult> KernelBuilder::Build(const BuildRequest& request,
   artifacts::ArtifactManifest& manifest = result.manifest;
   manifest.source = (*source)->name;
   manifest.config = (*config)->name;
-  manifest.commit = request.commit;
+  manifest.commit = built.hash;
   manifest.arch = arch->arch;
   for (const std::string& line : release_lines) {
     if (!Trim(line).empty()) manifest.kernel_release = Trim(line);

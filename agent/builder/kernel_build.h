@@ -12,6 +12,8 @@
 //   4. `make modules_install` into the artifact (stripped, as a tarball) when the config has
 //      modules, `make -s kernelrelease`, `gcc --version`, then the image, .config and
 //      System.map copied in and the manifest written (agent/builder/artifact.h).
+// With BuildRequest::revert, step 0 makes the revert commit (GitRepo::MakeRevert, no work
+// tree) and the steps build it.
 // Every make runs with ARCH=<arch>, LC_ALL=C, and KBUILD_BUILD_TIMESTAMP = the commit's
 // committer date, KBUILD_BUILD_USER/HOST = "tlbfleet", so a rebuild of one commit is the same
 // build (and a ccache hit) whenever and wherever it runs.
@@ -19,6 +21,7 @@
 // Each line of every step's output (stdout and stderr interleaved) goes to the log callback as
 // it is written, after a "==> <command>" line naming the step.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "agent/builder/artifact.h"
 #include "agent/builder/command.h"
+#include "agent/builder/git_repo.h"
 #include "agent/builder/kernel_sources.h"
 
 namespace tlbfleet::agent::builder {
@@ -40,6 +44,16 @@ struct BuildRequest {
   // Readable once the build must stop (agent::CancelToken::fd()); the running step's process
   // group is killed. -1 = not cancellable.
   int cancel_fd = -1;
+  // A full hash, or empty: build `commit` with this commit reverted (a bisection's check of
+  // its culprit: bad without it). The revert is made as a commit of its own onto `commit`
+  // (GitRepo::MakeRevert: the same revert is the same hash everywhere), and that commit is
+  // built as any other, in the same tree; BuildResult::commit and the manifest name it. One
+  // that does not apply is a kBuild failure: "the revert of <12 hex> does not apply onto
+  // <12 hex>: <git's words>".
+  std::string revert;
+  // Called once, on the building thread, when the commit to build is known (the revert
+  // commit when `revert` is set), before its checkout. May be empty.
+  std::function<void(const CommitInfo& commit)> on_commit;
 };
 
 struct BuildFailure {
@@ -59,7 +73,10 @@ struct BuildFailure {
 };
 
 struct BuildResult {
-  std::optional<BuildFailure> failure;   // unset: the build succeeded
+  std::optional<BuildFailure> failure;  // unset: the build succeeded
+  // The commit built (or being built when it failed): BuildRequest::commit, or the revert
+  // commit made onto it. Empty hash when a revert did not apply.
+  CommitInfo commit;
   artifacts::ArtifactManifest manifest;  // when it succeeded; build_id = sha256 of the image
   std::string artifact_dir;              // when it succeeded: BuildRequest::artifact_dir
   std::vector<std::string> warnings;     // fragment values the final .config does not have

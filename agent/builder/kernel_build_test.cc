@@ -245,6 +245,105 @@ TEST_F(KernelBuildTest, CancelKillsTheBuild) {
   EXPECT_THAT(Listing(Artifacts()), IsEmpty());
 }
 
+TEST_F(KernelBuildTest, RevertBuildsBadWithoutTheCulprit) {
+  const std::string culprit = repo_.Commit({{"kernel/b.c", "int b = 2;\n"}}, "b: initialise");
+  const std::string bad = repo_.Commit({{"kernel/a.c", "int a = 1;\n"}}, "a: initialise");
+  BuildRequest request = Request(bad, "reverted");
+  request.revert = culprit;
+  std::vector<CommitInfo> announced;
+  request.on_commit = [&](const CommitInfo& info) { announced.push_back(info); };
+  BuildResult result = Build(request);
+  ASSERT_TRUE(result.ok()) << result.failure->reason << "\n" << absl::StrJoin(log_, "\n");
+
+  // The commit built is the revert, a child of bad, with git revert's message.
+  const std::string revert = result.commit.hash;
+  ASSERT_TRUE(IsFullCommitHash(revert)) << revert;
+  EXPECT_NE(revert, bad);
+  EXPECT_EQ(repo_.Git({"rev-parse", revert + "^"}).at(0), bad);
+  EXPECT_EQ(result.commit.subject, "Revert \"b: initialise\"");
+  EXPECT_EQ(result.commit.author, "tlbfleet <tlbfleet@localhost>");
+  EXPECT_THAT(repo_.Git({"log", "-1", "--format=%B", revert}),
+              Contains("This reverts commit " + culprit + "."));
+  ASSERT_THAT(announced, SizeIs(1));
+  EXPECT_EQ(announced[0].hash, revert);
+  EXPECT_EQ(result.manifest.commit, revert);
+  // Bad's files, but b.c as it was before the culprit.
+  const std::string dir = Artifacts() + "/reverted";
+  EXPECT_THAT(ReadFile(dir + "/files/bzImage").value(),
+              HasSubstr("int a = 1;\nint b;\nCONFIG_FOO=y\n"));
+  EXPECT_EQ(artifacts::ParseManifest(ReadFile(dir + "/manifest").value())->commit, revert);
+  // Built with bad's committer date (the revert's own): one revert, one timestamp.
+  EXPECT_EQ(result.commit.commit_date_rfc2822,
+            GitRepo(repo_.path()).Describe(bad)->commit_date_rfc2822);
+  EXPECT_THAT(log_, Contains(HasSubstr("==> git revert " + culprit + " onto " + bad)));
+  // Kept reachable, and nothing of the repository's own checkout moved.
+  EXPECT_EQ(repo_.Git({"rev-parse", std::string(kRevertRefPrefix) + revert}).at(0), revert);
+  EXPECT_EQ(repo_.Git({"rev-parse", "HEAD"}).at(0), bad);
+  EXPECT_THAT(repo_.Git({"status", "--porcelain"}), IsEmpty());
+
+  // The same revert again (another build, the same tree): the same commit, the same image.
+  BuildRequest again = Request(bad, "again");
+  again.revert = culprit;
+  BuildResult second = Build(again);
+  ASSERT_TRUE(second.ok()) << second.failure->reason;
+  EXPECT_EQ(second.commit.hash, revert);
+  EXPECT_EQ(second.manifest.build_id, result.manifest.build_id);
+}
+
+TEST_F(KernelBuildTest, RevertThatDoesNotApplyFailsWithGitsWords) {
+  const std::string culprit = repo_.Commit({{"kernel/b.c", "int b = 2;\n"}}, "b: initialise");
+  const std::string bad = repo_.Commit({{"kernel/b.c", "int b = 3;\n"}}, "b: three");
+  BuildRequest request = Request(bad, "conflict");
+  request.revert = culprit;
+  bool announced = false;
+  request.on_commit = [&](const CommitInfo&) { announced = true; };
+  BuildResult result = Build(request);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.failure->kind, BuildFailure::Kind::kBuild);
+  EXPECT_THAT(result.failure->reason,
+              testing::StartsWith(absl::StrCat("the revert of ", culprit.substr(0, 12),
+                                               " does not apply onto ", bad.substr(0, 12), ": ")));
+  EXPECT_THAT(result.failure->reason, HasSubstr("kernel/b.c"));  // git's words name the file
+  EXPECT_THAT(result.failure->log_tail, Contains("==> failed: " + result.failure->reason));
+  EXPECT_FALSE(announced);
+  EXPECT_EQ(result.commit.hash, "");
+  EXPECT_THAT(Listing(Artifacts()), IsEmpty());
+  EXPECT_FALSE(fs::exists(Tree("lab")));  // nothing was checked out
+  EXPECT_THAT(repo_.Git({"for-each-ref", kRevertRefPrefix}), IsEmpty());
+
+  // A revert that is not a commit of the repository is refused before anything.
+  KernelBuilder builder(sources_);
+  request.revert = std::string(40, 'b');
+  request.artifact_dir = Artifacts() + "/unknown";
+  absl::Status refused = builder.Build(request, nullptr).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("revert: " + request.revert + " is not a commit of"));
+}
+
+TEST_F(KernelBuildTest, CancelKillsTheBuildOfARevert) {
+  const std::string culprit = repo_.Commit({{"kernel/b.c", "int b = 2;\n"}}, "b: initialise");
+  const std::string slow = repo_.Commit({{"kernel/s.c", "#slow\n"}}, "s: takes its time");
+  ScopedFd cancel(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ASSERT_TRUE(cancel);
+  BuildRequest request = Request(slow, "slow");
+  request.revert = culprit;
+  request.cancel_fd = cancel.get();
+  KernelBuilder builder(sources_, {.jobs = 2});
+  absl::StatusOr<BuildResult> result = builder.Build(request, [&](std::string_view line) {
+    if (line.starts_with("slow:")) {
+      uint64_t one = 1;
+      ASSERT_EQ(::write(cancel.get(), &one, sizeof one), 8);
+    }
+  });
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_FALSE(result->ok());
+  EXPECT_EQ(result->failure->kind, BuildFailure::Kind::kCancelled);
+  EXPECT_THAT(result->failure->reason, HasSubstr("cancelled during make"));
+  EXPECT_EQ(repo_.Git({"rev-parse", result->commit.hash + "^"}).at(0), slow);
+  EXPECT_LT(result->seconds, 10);
+  EXPECT_THAT(Listing(Artifacts()), IsEmpty());
+}
+
 TEST_F(KernelBuildTest, ModulesAndFragments) {
   BuildResult result = Build(Request(base_, "mods", "mods"));
   ASSERT_TRUE(result.ok()) << result.failure->reason << "\n" << absl::StrJoin(log_, "\n");

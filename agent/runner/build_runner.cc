@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "agent/builder/git_repo.h"
 #include "spdlog/spdlog.h"
@@ -105,6 +107,9 @@ v1::BuildStatus StatusOfFailure(builder::BuildFailure::Kind kind) {
   }
   return v1::BUILD_STATUS_HOST_FAILED;
 }
+
+// "3h", "90m", "1.5s": the timeout as --kernel-build-timeout takes it.
+std::string FormatTimeout(absl::Duration timeout) { return absl::FormatDuration(timeout); }
 
 void Fail(v1::BuildComplete& complete, v1::BuildStatus status, std::string reason) {
   complete.set_status(status);
@@ -208,11 +213,41 @@ void BuildRunner::Run(Build* build) {
   v1::AgentMessage message;
   v1::BuildComplete& complete = *message.mutable_build_complete();
   complete.set_task_id(task.task_id());
+  // The watchdog of --kernel-build-timeout: a build that hangs (a make waiting on a
+  // terminal, an NFS tree gone) would keep this builder from every other build for ever.
+  absl::Notification finished;
+  std::thread watchdog;
+  if (options_.timeout > absl::ZeroDuration() && options_.timeout < absl::InfiniteDuration()) {
+    watchdog = std::thread([this, build, &finished] {
+      if (finished.WaitForNotificationWithTimeout(options_.timeout)) return;
+      absl::MutexLock lock(&mu_);
+      if (build->cancel.cancelled()) return;  // cancelled already, by someone else
+      build->timed_out = true;
+      build->cancel.Cancel(absl::StrCat("timed out after ", FormatTimeout(options_.timeout)));
+    });
+  }
   Execute(build, complete);
+  finished.Notify();
+  if (watchdog.joinable()) watchdog.join();
+  bool timed_out = false;
+  {
+    absl::MutexLock lock(&mu_);
+    timed_out = build->timed_out;
+  }
   // Whatever a cancelled build ended with (make killed, an upload given up), it was
-  // cancelled, and the token says by whom.
+  // cancelled, and the token says by whom. One that ran out of time says nothing of the
+  // commit: a host failure (the controller may give it to another builder), with the step it
+  // was in ("timed out after 3h during make ARCH=x86_64 -j8 all").
   if (build->cancel.cancelled() && complete.status() != v1::BUILD_STATUS_SUCCEEDED) {
-    Fail(complete, v1::BUILD_STATUS_CANCELLED, build->cancel.reason());
+    std::string reason = build->cancel.reason();
+    if (timed_out) {
+      absl::string_view during = complete.reason();
+      if (absl::ConsumePrefix(&during, "cancelled during ")) {
+        absl::StrAppend(&reason, " during ", std::string(during));
+      }
+    }
+    Fail(complete, timed_out ? v1::BUILD_STATUS_HOST_FAILED : v1::BUILD_STATUS_CANCELLED,
+         std::move(reason));
   }
   complete.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   spdlog::info("build task {} ended {}{}{} after {:.1f}s", task.task_id(),
@@ -231,11 +266,6 @@ void BuildRunner::Run(Build* build) {
 
 void BuildRunner::Execute(Build* build, v1::BuildComplete& complete) {
   const v1::BuildTask& task = build->task;
-  if (!task.revert().empty()) {
-    // Building `rev` without the revert would pass off the wrong kernel as the one asked for.
-    return Fail(complete, v1::BUILD_STATUS_HOST_FAILED,
-                "revert: this agent cannot build a revision with a commit reverted yet");
-  }
   absl::StatusOr<const builder::KernelSource*> source = sources_.FindSource(task.source());
   if (!source.ok()) {
     return Fail(complete, v1::BUILD_STATUS_BAD_REVISION, std::string(source.status().message()));
@@ -259,22 +289,29 @@ void BuildRunner::Execute(Build* build, v1::BuildComplete& complete) {
                                                          : v1::BUILD_STATUS_HOST_FAILED,
                 absl::StrCat("rev: ", std::string(commit.status().message())));
   }
-  complete.set_commit(*commit);
-  absl::StatusOr<builder::CommitInfo> info = repo.Describe(*commit);
-  if (!info.ok()) {
-    return Fail(complete, v1::BUILD_STATUS_HOST_FAILED,
-                absl::StrCat("describing ", *commit, ": ", std::string(info.status().message())));
+  std::string revert;
+  if (!task.revert().empty()) {
+    absl::StatusOr<std::string> resolved = repo.ResolveCommit(task.revert());
+    if (!resolved.ok()) {
+      return Fail(complete,
+                  absl::IsInvalidArgument(resolved.status()) ? v1::BUILD_STATUS_BAD_REVISION
+                                                             : v1::BUILD_STATUS_HOST_FAILED,
+                  absl::StrCat("revert: ", std::string(resolved.status().message())));
+    }
+    revert = *std::move(resolved);
   }
-  complete.set_subject(info->subject);
-  complete.set_author(info->author);
-  {
-    v1::AgentMessage first;
-    v1::BuildProgress* progress = first.mutable_build_progress();
-    progress->set_task_id(task.task_id());
-    progress->set_commit(*commit);
-    progress->set_subject(info->subject);
-    progress->set_author(info->author);
-    SendFor(build, first);
+  // The commit built is reported once the builder knows it (on_commit below): with a revert,
+  // the revert commit it makes, never `rev`'s own (the controller would take an earlier build
+  // of `rev` for this one). Until then a failure names `rev`'s commit, or none with a revert.
+  if (revert.empty()) {
+    absl::StatusOr<builder::CommitInfo> info = repo.Describe(*commit);
+    if (!info.ok()) {
+      return Fail(complete, v1::BUILD_STATUS_HOST_FAILED,
+                  absl::StrCat("describing ", *commit, ": ", std::string(info.status().message())));
+    }
+    complete.set_commit(*commit);
+    complete.set_subject(info->subject);
+    complete.set_author(info->author);
   }
   if (build->cancel.cancelled()) {
     return Fail(complete, v1::BUILD_STATUS_CANCELLED, build->cancel.reason());
@@ -290,6 +327,19 @@ void BuildRunner::Execute(Build* build, v1::BuildComplete& complete) {
   request.commit = *commit;
   request.artifact_dir = artifact_dir;
   request.cancel_fd = build->cancel.fd();
+  request.revert = revert;
+  request.on_commit = [this, build, &complete](const builder::CommitInfo& built) {
+    complete.set_commit(built.hash);
+    complete.set_subject(built.subject);
+    complete.set_author(built.author);
+    v1::AgentMessage first;
+    v1::BuildProgress* progress = first.mutable_build_progress();
+    progress->set_task_id(build->task.task_id());
+    progress->set_commit(built.hash);
+    progress->set_subject(built.subject);
+    progress->set_author(built.author);
+    SendFor(build, first);
+  };
   absl::StatusOr<builder::BuildResult> result;
   {
     BuildLogBatcher log(

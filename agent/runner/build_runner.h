@@ -12,10 +12,16 @@
 //                                     upload (ArtifactUploader) ──► BuildComplete SUCCEEDED
 //                                     and the local copy removed    {artifact_id, build_id...}
 //
+// A task with `revert` set builds the commit the builder makes by reverting that commit onto
+// `rev` (KernelBuilder, GitRepo::MakeRevert): BuildProgress and BuildComplete name the revert
+// commit, never `rev`'s; one that does not apply ends FAILED with git's words and no commit.
+//
 // A task that comes while a build runs is answered BuildComplete HOST_FAILED ("busy: building
 // task N"). CancelBuild cancels the running build (the builder kills make's process group) and
-// it ends CANCELLED. Builds are not spooled: when the stream to the controller is lost the
-// running build is cancelled and reports nothing (the controller gives the task out again).
+// it ends CANCELLED; one that runs longer than BuildRunnerOptions::timeout is cancelled the
+// same way and ends HOST_FAILED "timed out after ...". Builds are not spooled: when the stream to
+// the controller is lost the running build is cancelled and reports nothing (the controller gives
+// the task out again).
 //
 // Thread-safe: OnTask/OnCancel from the stream's reader, CancelRunning from any thread. The
 // sender is called on the build's threads, never with the runner's lock held.
@@ -54,6 +60,10 @@ struct BuildRunnerOptions {
   // least this often while lines come.
   absl::Duration log_flush_interval = absl::Milliseconds(500);
   size_t log_flush_lines = 200;
+  // A build (with its upload) still running after this long is cancelled and ends
+  // HOST_FAILED "timed out after 3h during <step>" (--kernel-build-timeout). Zero or infinite:
+  // no limit.
+  absl::Duration timeout = absl::Hours(3);
 };
 
 class BuildRunner {
@@ -88,8 +98,9 @@ class BuildRunner {
     v1::BuildTask task;
     CancelToken cancel;
     std::thread thread;
-    bool done = false;  // guarded by mu_
-    bool lost = false;  // guarded by mu_: CancelRunning(); nothing more is sent
+    bool done = false;       // guarded by mu_
+    bool lost = false;       // guarded by mu_: CancelRunning(); nothing more is sent
+    bool timed_out = false;  // guarded by mu_: cancelled by BuildRunnerOptions::timeout
   };
 
   void Run(Build* build);

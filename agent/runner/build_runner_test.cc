@@ -120,11 +120,13 @@ class BuildRunnerTest : public ::testing::Test {
   std::string Staging() const { return Temp("staging"); }
 
   // A runner whose uploads go to Upload() below.
-  std::unique_ptr<BuildRunner> Runner(size_t flush_lines = 200) {
+  std::unique_ptr<BuildRunner> Runner(size_t flush_lines = 200,
+                                      absl::Duration timeout = absl::Hours(3)) {
     BuildRunnerOptions options;
     options.staging_dir = Staging();
     options.builder.jobs = 2;
     options.log_flush_lines = flush_lines;
+    options.timeout = timeout;
     return std::make_unique<BuildRunner>(
         sources_, options,
         [this](const std::string& dir, const std::function<bool()>& cancelled) {
@@ -232,16 +234,98 @@ TEST_F(BuildRunnerTest, ARevisionThatDoesNotResolveIsABadRevisionNamingIt) {
   EXPECT_THAT(sent_.progress(4), IsEmpty());
 }
 
-TEST_F(BuildRunnerTest, ARevertIsRefusedRatherThanBuiltWithout) {
+TEST_F(BuildRunnerTest, ARevertBuildsAndReportsTheRevertCommit) {
+  const std::string culprit = repo_.Commit({{"kernel/a.c", "int a = 2;\n"}}, "a: initialise");
+  const std::string bad = repo_.Commit({{"kernel/b.c", "int b;\n"}}, "b: add");
   std::unique_ptr<BuildRunner> runner = Runner();
   v1::BuildTask task = Task(1, "main");
-  task.set_revert(base_);
+  task.set_revert(culprit.substr(0, 12));  // a revision, resolved as `rev` is
   runner->OnTask(task);
   std::optional<v1::BuildComplete> complete = sent_.AwaitComplete(1);
   ASSERT_TRUE(complete.has_value());
-  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_HOST_FAILED);
-  EXPECT_THAT(complete->reason(), HasSubstr("revert: "));
+  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_SUCCEEDED) << complete->reason();
+
+  // The commit built is the revert, a child of bad; bad's own hash is never reported.
+  const std::string revert = complete->commit();
+  EXPECT_NE(revert, bad);
+  EXPECT_EQ(repo_.Git({"rev-parse", revert + "^"}).at(0), bad);
+  EXPECT_EQ(repo_.Git({"show", revert + ":kernel/a.c"}).at(0), "int a;");
+  EXPECT_EQ(complete->subject(), "Revert \"a: initialise\"");
+  EXPECT_EQ(complete->author(), "tlbfleet <tlbfleet@localhost>");
+  std::vector<v1::BuildProgress> progress = sent_.progress(1);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress[0].commit(), revert);
+  EXPECT_EQ(progress[0].subject(), "Revert \"a: initialise\"");
+  for (size_t i = 1; i < progress.size(); ++i) EXPECT_EQ(progress[i].commit(), "");
+  EXPECT_THAT(sent_.log(1),
+              Contains("==> git revert " + culprit + " onto " + bad + " (on a temporary index)"));
+  {
+    std::lock_guard<std::mutex> lock(upload_mu_);
+    ASSERT_TRUE(uploaded_.has_value());
+    EXPECT_EQ(uploaded_->commit, revert);
+    EXPECT_EQ(complete->build_id(), uploaded_->build_id);
+  }
+
+  // The same task again (another builder, a retry): the same revert commit.
+  runner->OnTask([&] {
+    v1::BuildTask again = task;
+    again.set_task_id(2);
+    return again;
+  }());
+  std::optional<v1::BuildComplete> second = sent_.AwaitComplete(2);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->status(), v1::BUILD_STATUS_SUCCEEDED) << second->reason();
+  EXPECT_EQ(second->commit(), revert);
+  EXPECT_EQ(second->build_id(), complete->build_id());
+}
+
+TEST_F(BuildRunnerTest, ARevertThatDoesNotApplyFailsWithGitsWords) {
+  const std::string culprit = repo_.Commit({{"kernel/a.c", "int a = 2;\n"}}, "a: initialise");
+  const std::string bad = repo_.Commit({{"kernel/a.c", "int a = 3;\n"}}, "a: three");
+  std::unique_ptr<BuildRunner> runner = Runner();
+  v1::BuildTask task = Task(1, "main");
+  task.set_revert(culprit);
+  runner->OnTask(task);
+  std::optional<v1::BuildComplete> complete = sent_.AwaitComplete(1);
+  ASSERT_TRUE(complete.has_value());
+  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_FAILED);
+  EXPECT_THAT(complete->reason(),
+              testing::StartsWith(absl::StrCat("the revert of ", culprit.substr(0, 12),
+                                               " does not apply onto ", bad.substr(0, 12), ": ")));
+  EXPECT_THAT(complete->reason(), HasSubstr("kernel/a.c"));
+  EXPECT_EQ(complete->commit(), "");  // neither bad (not what was asked) nor a revert (none)
+  for (const v1::BuildProgress& p : sent_.progress(1)) EXPECT_EQ(p.commit(), "");
+  std::lock_guard<std::mutex> lock(upload_mu_);
+  EXPECT_FALSE(uploaded_.has_value());
+}
+
+TEST_F(BuildRunnerTest, ARevertThatDoesNotResolveIsABadRevisionNamingIt) {
+  std::unique_ptr<BuildRunner> runner = Runner();
+  v1::BuildTask task = Task(1, "main");
+  task.set_revert("v9.9");
+  runner->OnTask(task);
+  std::optional<v1::BuildComplete> complete = sent_.AwaitComplete(1);
+  ASSERT_TRUE(complete.has_value());
+  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_BAD_REVISION);
+  EXPECT_THAT(complete->reason(), HasSubstr("revert: revision \"v9.9\" does not name a commit"));
   EXPECT_THAT(sent_.progress(1), IsEmpty());
+}
+
+TEST_F(BuildRunnerTest, ABuildThatRunsTooLongIsCancelledAsAHostFailure) {
+  const std::string slow = repo_.Commit({{"kernel/s.c", "#slow\n"}}, "s: slow");
+  std::unique_ptr<BuildRunner> runner = Runner(/*flush_lines=*/1, absl::Seconds(1));
+  const auto start = std::chrono::steady_clock::now();
+  runner->OnTask(Task(1, slow));
+  std::optional<v1::BuildComplete> complete = sent_.AwaitComplete(1, 25s);
+  ASSERT_TRUE(complete.has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s) << "make was not killed";
+  EXPECT_EQ(complete->status(), v1::BUILD_STATUS_HOST_FAILED);
+  EXPECT_THAT(complete->reason(), testing::StartsWith("timed out after 1s during make "));
+  EXPECT_THAT(complete->reason(), HasSubstr(" all"));
+  EXPECT_EQ(complete->commit(), slow);
+  EXPECT_THAT(sent_.log(1), Contains("slow: kernel/s.c"));  // it was in the slow step
+  EXPECT_FALSE(runner->running().has_value());
+  EXPECT_FALSE(std::filesystem::exists(Staging() + "/builds/task-1"));
 }
 
 TEST_F(BuildRunnerTest, AnEmptyConfigIsTheOnlyOne) {
