@@ -200,6 +200,91 @@ run_qemu() {
   rm -f "$base.reset"
 }
 
+# --- The agent's state across reboots of a -no-reboot guest ----------------------------------
+# Each boot of an --artifacts guest is a new QEMU with a fresh initramfs, so the agent's state
+# dir (/var/lib/tlbfleet-agent) starts empty again. /sbin/tlbfleet-install-kernel sends what
+# the agent needs to recognise the boot it asked for, as lines on ttyS1 (run/vmN.ctl)
+#   tlbfleet-state NAME SHA256 BASE64
+# and the supervisor hands it back to the guest by appending a small cpio archive holding
+# var/lib/tlbfleet-agent/NAME to the next boot's initramfs (the kernel unpacks concatenated
+# archives, later files over earlier ones; QEMU's -initrd takes one file: run/vmN.initrd).
+#   kernel-entries       kept in run/vmN.state/ and carried into every later boot (the
+#                        agent keeps the newest 8 entries itself); a newer copy replaces it;
+#   boot-entry-journal   carried into the next boot only: it speaks for the first boot after
+#                        the one the agent left, and the "landed" line the agent adds to it
+#                        in that boot never reaches the host.
+# `lab up` removes run/vmN.state (a fresh guest).
+carried_state_kept=(kernel-entries)
+carried_state_once=(boot-entry-journal)
+
+# Reads the state lines guest $1 wrote on ttyS1 during the boot that just ended (the last good
+# line of each name; a line whose content does not match its sha256, e.g. cut short by the
+# reboot, is dropped with a log line) into run/$1.state/ (kept) and run/$1.state/once/ (the
+# next boot only; emptied first).
+state_collect() {
+  local name=$1 run dir f line sum b64 got what
+  run=$(run_dir)
+  dir=$run/$name.state
+  rm -rf "$dir/once"
+  mkdir -p "$dir/once"
+  for f in "${carried_state_kept[@]}" "${carried_state_once[@]}"; do
+    line=$(tr -d '\r' < "$run/$name.ctl" 2>/dev/null |
+           grep -a -o -E "tlbfleet-state $f [0-9a-f]{64} [A-Za-z0-9+/=]*" | tail -n 1) || true
+    [[ -n $line ]] || continue
+    read -r _ _ sum b64 <<< "$line"
+    what=once/$f
+    if [[ " ${carried_state_kept[*]} " == *" $f "* ]]; then what=$f; fi
+    got=""
+    if base64 -d <<< "$b64" > "$dir/$what.tmp" 2>/dev/null; then
+      got=$(sha256sum < "$dir/$what.tmp" | cut -d' ' -f1)
+    fi
+    if [[ $got != "$sum" ]]; then
+      rm -f "$dir/$what.tmp"
+      sup_log "$name" "agent state $f from the guest dropped: its content does not match its sha256 (cut short?)"
+      continue
+    fi
+    mv -f "$dir/$what.tmp" "$dir/$what"
+    sup_log "$name" "agent state $f from the guest ($(stat -c %s "$dir/$what") bytes) kept for $([[ $what == once/* ]] && echo "the next boot" || echo "every later boot")"
+  done
+}
+
+# Prints the initramfs guest $1's next boot gets: the lab's ($initrd) when there is no agent
+# state to carry, else run/$1.initrd = the lab's + zeros to a 4-byte boundary (where the
+# kernel looks for the next archive) + a cpio (newc, owner root) of var/lib/tlbfleet-agent/
+# with run/$1.state/'s kept files and once/ files.
+state_initrd() {
+  local name=$1 run dir root f size
+  run=$(run_dir)
+  dir=$run/$name.state
+  root=$dir/root
+  rm -rf "$root"
+  mkdir -p "$root/var/lib/tlbfleet-agent"
+  for f in "${carried_state_kept[@]}"; do
+    if [[ -f $dir/$f ]]; then cp "$dir/$f" "$root/var/lib/tlbfleet-agent/$f"; fi
+  done
+  for f in "${carried_state_once[@]}"; do
+    if [[ -f $dir/once/$f ]]; then cp "$dir/once/$f" "$root/var/lib/tlbfleet-agent/$f"; fi
+  done
+  if [[ -z $(ls -A "$root/var/lib/tlbfleet-agent") ]]; then
+    rm -rf "$root"
+    echo "$initrd"
+    return 0
+  fi
+  chmod 0755 "$root/var" "$root/var/lib"
+  chmod 0700 "$root/var/lib/tlbfleet-agent"
+  chmod 0600 "$root/var/lib/tlbfleet-agent"/*
+  size=$(stat -c %s "$initrd") || return 1
+  if ! { cat "$initrd" && head -c $(((4 - size % 4) % 4)) /dev/zero &&
+         (cd "$root" && find var | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet); } > "$run/$name.initrd.tmp"; then
+    rm -f "$run/$name.initrd.tmp"
+    return 1
+  fi
+  mv -f "$run/$name.initrd.tmp" "$run/$name.initrd"
+  sup_log "$name" "next boot: the agent state in $run/$name.initrd: $(cd "$root/var/lib/tlbfleet-agent" && echo *)"
+  rm -rf "$root"
+  echo "$run/$name.initrd"
+}
+
 # Records restart cause $2 of guest $1 in run/vmN.restarts (for `lab status`).
 note_restart() {
   echo "$(date -u +%FT%TZ) $2" >> "$(run_dir)/$1.restarts"
@@ -228,6 +313,7 @@ cmd_supervise() {
 supervise_plain() {
   local name=$1 started quick=0 silent=0
   local boot_kernel=$kernel boot_kind=$boot boot_release=$release boot_cmdline=$cmdline
+  local boot_initrd=$initrd
   local -a reboot_args=() control_log=()
   if [[ -n ${artifacts:-} ]]; then
     reboot_args=(-no-reboot)
@@ -249,7 +335,7 @@ supervise_plain() {
       -chardev "file,id=console,path=$run/$name.log,append=on" -serial chardev:console \
       -chardev "pipe,id=control,path=$run/$name.control${control_log[0]:-}" -serial chardev:control \
       -monitor "unix:$run/$name.monitor,server=on,wait=off" "${reboot_args[@]}" \
-      -kernel "$boot_kernel" -initrd "$initrd" \
+      -kernel "$boot_kernel" -initrd "$boot_initrd" \
       -append "$boot_cmdline" \
       -netdev user,id=net0 -device e1000,netdev=net0,romfile=
     # lab down signals QEMU itself too: a QEMU that ended after the stop file appeared was
@@ -285,6 +371,14 @@ supervise_plain() {
         sup_log "$name" "next boot: $next_what with $next_tag"
         console_note "$name" "next boot: $next_what with $next_tag"
       fi
+      # The agent's state for boot entries (sent with the request), into the next boot's
+      # initramfs; also when the request was refused: the agent then reports the mismatch.
+      # A lab that cannot (disk full) still boots the guest, without the state.
+      state_collect "$name" || sup_log "$name" "could not read the agent state the guest sent"
+      boot_initrd=$(state_initrd "$name") || {
+        sup_log "$name" "could not make run/$name.initrd; the next boot has no agent state"
+        boot_initrd=$initrd
+      }
     fi
     # A QEMU that cannot even start would spin here: give up after 3 quick exits.
     if ((SECONDS - started < 3)); then quick=$((quick + 1)); else quick=0; fi
