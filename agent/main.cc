@@ -6,7 +6,7 @@
 //                  [--netserver-listen ADDR:PORT [--netserver-advertise ADDR:PORT]]
 //                  [--metrics-listen ADDR:PORT]
 //                  [--kernel-sources FILE] [--kernel-install-command CMD]
-//                  [--kernel-staging-dir DIR]
+//                  [--kernel-staging-dir DIR] [--kernel-build-timeout 3h]
 //
 // Hidden mode used by the agent itself for each job (in a child process):
 //   tlbfleet-agent run-workload <workload> --json [--set k=v]...
@@ -30,7 +30,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "agent/builder/kernel_sources.h"
 #include "agent/kernel/ceiling.h"
 #include "agent/kernel/ceiling_health.h"
@@ -52,6 +54,21 @@
 #include "spdlog/spdlog.h"
 
 namespace {
+
+// --kernel-build-timeout: "3h", "90m", "1h30m", "5400s" (absl::ParseDuration), a plain number
+// of seconds, or 0 for no limit.
+bool ParseBuildTimeout(const std::string& text, absl::Duration* out) {
+  double seconds = 0;
+  if (absl::SimpleAtod(text, &seconds)) {
+    if (!(seconds >= 0)) return false;
+    *out = seconds == 0 ? absl::InfiniteDuration() : absl::Seconds(seconds);
+    return true;
+  }
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration()) return false;
+  *out = d == absl::ZeroDuration() ? absl::InfiniteDuration() : d;
+  return true;
+}
 
 // How long one ArtifactService call may take: a 1 MiB chunk, or FinishUpload checksumming a
 // kernel's files on the controller.
@@ -103,6 +120,7 @@ int AgentMain(int argc, char** argv) {
   std::string kernel_sources_file;
   std::string kernel_install_command;
   std::string kernel_staging_dir;
+  std::string kernel_build_timeout = "3h";
 
   CLI::App app{"tlbfleet agent: runs benchmark jobs for a tlbfleet controller"};
   app.set_version_flag("--version", tlbfleet::kVersion);
@@ -143,6 +161,14 @@ int AgentMain(int argc, char** argv) {
   app.add_option("--kernel-staging-dir", kernel_staging_dir,
                  "where builds and fetched kernel artifacts are kept (default: "
                  "<state-dir>/kernels)");
+  app.add_option("--kernel-build-timeout", kernel_build_timeout,
+                 "a kernel build (with its upload) running longer than this is cancelled and "
+                 "reported as a host failure: a duration such as 3h, 90m or 5400s (default 3h; "
+                 "0: no limit)")
+      ->check([](const std::string& text) -> std::string {
+        absl::Duration unused;
+        return ParseBuildTimeout(text, &unused) ? "" : "want a duration such as 3h, 90m or 5400s";
+      });
   tlbfleet::ClientTls tls;
   app.add_option("--tls-ca", tls.ca, "CA (PEM) of the controller's certificate: use TLS");
   app.add_option("--tls-cert", tls.cert,
@@ -278,6 +304,7 @@ int AgentMain(int argc, char** argv) {
   options.kernel_sources = std::move(kernel_sources);
   options.kernel_install_command = kernel_install_command;
   options.kernel_staging_dir = kernel_staging_dir;
+  ParseBuildTimeout(kernel_build_timeout, &options.kernel_build_timeout);  // checked by CLI11
   if (absl::Status s = WireArtifactTransport(controller, tls, token, options); !s.ok()) {
     spdlog::critical("cannot start: {}", std::string(s.message()));
     return 2;

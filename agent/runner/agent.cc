@@ -103,19 +103,26 @@ class Agent::Impl final : private ConnectionDelegate {
       build.staging_dir = options_.kernel_staging_dir;
       build.builder = options_.builder;
       build.log_flush_interval = absl::Seconds(options_.build_log_flush_seconds);
+      build.timeout = options_.kernel_build_timeout;
       build_runner_ = std::make_unique<BuildRunner>(
           options_.kernel_sources, build, options_.upload_artifact,
           [this](const v1::AgentMessage& message) { connection_.Send(message); });
     }
+    git_queries_ = std::make_unique<GitQueryWorkers>(
+        [this](const v1::GitQuery& query) {
+          v1::GitAnswer answer = AnswerGitQuery(options_.kernel_sources, query);
+          if (!answer.error().empty()) {
+            spdlog::warn("git question {} about source {}: {}", query.query_id(), query.source(),
+                         answer.error());
+          }
+          return answer;
+        },
+        // Best effort: the controller asks again when it times out.
+        [this](const v1::AgentMessage& message) { connection_.Send(message); });
   }
 
   ~Impl() {
-    std::vector<std::thread> git_threads;
-    {
-      absl::MutexLock lock(&mu_);
-      git_threads.swap(git_threads_);
-    }
-    for (std::thread& t : git_threads) t.join();
+    git_queries_.reset();  // its workers send on the connection
     std::unique_ptr<Job> job;
     {
       absl::MutexLock lock(&mu_);
@@ -201,9 +208,6 @@ class Agent::Impl final : private ConnectionDelegate {
   v1::HostInfo host_ ABSL_GUARDED_BY(mu_);  // as the last Hello sent it
   std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
   std::optional<int> last_exit_status_ ABSL_GUARDED_BY(mu_);  // AgentStatus
-  // Git questions being answered (a fetch may take minutes: not on the stream's reader);
-  // joined by the destructor.
-  std::vector<std::thread> git_threads_ ABSL_GUARDED_BY(mu_);
 
   // The units, destroyed first and in this reverse order: the reboot flow's thread may still
   // send a note on the connection, and the connection listens to the outbox.
@@ -213,6 +217,9 @@ class Agent::Impl final : private ConnectionDelegate {
   // Null when the agent has no kernel sources. Destroyed first: its build thread sends on
   // the connection.
   std::unique_ptr<BuildRunner> build_runner_;
+  // Git questions (a fetch may take minutes: not on the stream's reader), on a bounded set
+  // of threads (git_query.h). Destroyed first of all: its workers send on the connection.
+  std::unique_ptr<GitQueryWorkers> git_queries_;
 };
 
 const char* Agent::StateName(State state) {
@@ -447,18 +454,7 @@ void Agent::Impl::OnCancelBuild(const v1::CancelBuild& cancel) {
   if (build_runner_ != nullptr) build_runner_->OnCancel(cancel);
 }
 
-void Agent::Impl::OnGitQuery(const v1::GitQuery& query) {
-  absl::MutexLock lock(&mu_);
-  git_threads_.emplace_back([this, query] {
-    v1::AgentMessage message;
-    *message.mutable_git_answer() = AnswerGitQuery(options_.kernel_sources, query);
-    if (!message.git_answer().error().empty()) {
-      spdlog::warn("git question {} about source {}: {}", query.query_id(), query.source(),
-                   message.git_answer().error());
-    }
-    connection_.Send(message);  // best effort: the controller asks again when it times out
-  });
-}
+void Agent::Impl::OnGitQuery(const v1::GitQuery& query) { git_queries_->Submit(query); }
 
 void Agent::Impl::SendNote(const std::string& text) {
   v1::AgentMessage message;

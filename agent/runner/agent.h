@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "agent/builder/kernel_build.h"
 #include "agent/builder/kernel_sources.h"
 #include "agent/kernel/cpuid.h"
@@ -97,6 +98,9 @@ struct AgentOptions {
   // Null: a builder's builds end HOST_FAILED after building, and no built kernel is booted.
   ArtifactUploader upload_artifact;
   ArtifactSourceFactory artifact_source;
+  // A build still running after this long is cancelled and ends HOST_FAILED "timed out
+  // after ..." (--kernel-build-timeout; build_runner.h). Infinite: no limit.
+  absl::Duration kernel_build_timeout = absl::Hours(3);
   // BuildProgress batching (build_runner.h); tests shorten it.
   double build_log_flush_seconds = 0.5;
 };

@@ -1,6 +1,7 @@
 #include "agent/runner/git_query.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -77,6 +78,54 @@ v1::GitAnswer AnswerGitQuery(const builder::KernelSources& sources, const v1::Gi
     default:
       return GitQueryFailed(answer, absl::InvalidArgumentError(
                                         absl::StrCat("kind: unknown git question ", query.kind())));
+  }
+}
+
+GitQueryWorkers::GitQueryWorkers(Answer answer, Send send, size_t max_threads)
+    : answer_(std::move(answer)),
+      send_(std::move(send)),
+      max_threads_(max_threads > 0 ? max_threads : 1) {}
+
+GitQueryWorkers::~GitQueryWorkers() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    queue_.clear();
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+void GitQueryWorkers::Submit(const v1::GitQuery& query) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  queue_.push_back(query);
+  // A new worker only when none is free to take it, up to the bound.
+  if (idle_ < queue_.size() && threads_.size() < max_threads_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+}
+
+size_t GitQueryWorkers::threads() const {
+  absl::MutexLock lock(&mu_);
+  return threads_.size();
+}
+
+void GitQueryWorkers::Work() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    ++idle_;
+    mu_.Await(absl::Condition(this, &GitQueryWorkers::HasWorkOrStops));
+    --idle_;
+    if (stopping_) return;
+    const v1::GitQuery query = std::move(queue_.front());
+    queue_.pop_front();
+    mu_.Unlock();
+    v1::AgentMessage message;
+    *message.mutable_git_answer() = answer_(query);
+    send_(message);
+    mu_.Lock();
   }
 }
 
