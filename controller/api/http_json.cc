@@ -283,8 +283,8 @@ absl::Status SetFromPath(const HttpRequest& request, pb::Message* message) {
       }
       const int64_t given = r->GetInt64(*message, f);
       if (given != 0 && given != number) {
-        return absl::InvalidArgumentError(absl::StrCat(name, ": the body says ", given,
-                                                       " but the path says ", number));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": the body says ", given, " but the path says ", number));
       }
       r->SetInt64(message, f, number);
       continue;

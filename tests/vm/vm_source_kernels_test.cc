@@ -79,8 +79,7 @@ TEST(VmSourceKernels, TwoRevisionsAsArmsEachSampleCarryingItsCommitAndBuildId) {
   // 2. Controller, builder, guest.
   ControllerProcess controller(dir.path());
   Process builder({BinPath("tlbfleet-agent"), "--controller", controller.address(), "--state-dir",
-                   dir.path() + "/builder", "--kernel-sources", sources, "--label",
-                   "role=builder"},
+                   dir.path() + "/builder", "--kernel-sources", sources, "--label", "role=builder"},
                   dir.path() + "/builder.log");
   const std::string run = LabDir() + "/run";
   auto diagnostics = [&] {
@@ -157,8 +156,7 @@ arms:
       << out;
   EXPECT_NE(out.find("==> "), std::string::npos) << Tail(out);
   std::printf("base %s build %s, tip %s build %s\n", base.c_str(),
-              build_of["base"].build_id().c_str(), tip.c_str(),
-              build_of["tip"].build_id().c_str());
+              build_of["base"].build_id().c_str(), tip.c_str(), build_of["tip"].build_id().c_str());
 }
 
 }  // namespace
