@@ -10,6 +10,7 @@
 #include "catalogue/workloads/pipetest.h"
 #include "catalogue/workloads/tlbflush.h"
 #include "catalogue/workloads/usemem.h"
+#include "catalogue/workloads/willitscale.h"
 
 namespace tlbfleet::catalogue {
 namespace {
@@ -26,6 +27,7 @@ std::vector<std::unique_ptr<WorkloadSchema>>& Owned() {
     all->push_back(pipetest::NewSchema());
     all->push_back(tlbflush::NewSchema());
     all->push_back(usemem::NewSchema());
+    all->push_back(willitscale::NewSchema());
     std::sort(all->begin(), all->end(),
               [](const auto& a, const auto& b) { return a->Name() < b->Name(); });
     return all;

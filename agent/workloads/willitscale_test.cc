@@ -1,0 +1,244 @@
+#include "agent/workloads/willitscale.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/workloads/workload.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tlbfleet::workloads::willitscale {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Short periods: a test stays well under a second.
+Options Quick(Testcase test, Mode mode, int tasks) {
+  Options o;
+  o.test = test;
+  o.mode = mode;
+  o.tasks = tasks;
+  o.warmup = 1;
+  o.duration = 3;
+  o.sample_period = std::chrono::milliseconds(100);
+  o.tmp_dir = ::testing::TempDir();
+  return o;
+}
+
+TEST(WillItScaleRunTest, EveryTestCountsOperationsAndAveragesItsSamples) {
+  for (Testcase test : {Testcase::kFlush1, Testcase::kFlush2, Testcase::kFlush3}) {
+    SCOPED_TRACE(static_cast<int>(test));
+    absl::StatusOr<Result> r = RunOnce(Quick(test, Mode::kProcess, 1));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->sample_ops_per_sec.size(), 3u);  // the warm-up sample is not among them
+    // One madvise of one page costs between ~100 ns and a few ms even under TCG.
+    for (double v : r->sample_ops_per_sec) {
+      EXPECT_GT(v, 100);
+      EXPECT_LT(v, 1e8);
+    }
+    double sum = 0;
+    for (double v : r->sample_ops_per_sec) sum += v;
+    EXPECT_DOUBLE_EQ(r->ops_per_sec, sum / 3);
+    // Counted ops cover the warm-up too: at least the measured 0.3 s worth.
+    EXPECT_GE(static_cast<double>(r->ops), r->ops_per_sec * 0.3 * 0.9);
+    ASSERT_EQ(r->task_ops_per_sec.size(), 1u);
+    EXPECT_NEAR(r->task_ops_per_sec[0], r->ops_per_sec, r->ops_per_sec * 1e-9);
+  }
+}
+
+TEST(WillItScaleRunTest, ProcessModeRunsEachTaskInAProcessOfItsOwn) {
+  absl::StatusOr<Result> r = RunOnce(Quick(Testcase::kFlush2, Mode::kProcess, 3));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->tasks.size(), 3u);
+  std::set<pid_t> pids;
+  for (const TaskIdentity& t : r->tasks) {
+    EXPECT_NE(t.pid, ::getpid());
+    EXPECT_EQ(t.tid, t.pid);  // each process's only thread
+    pids.insert(t.pid);
+  }
+  EXPECT_EQ(pids.size(), 3u);
+  for (double v : r->task_ops_per_sec) EXPECT_GT(v, 0);
+}
+
+TEST(WillItScaleRunTest, ThreadModeRunsEveryTaskAsAThreadOfThisProcess) {
+  absl::StatusOr<Result> r = RunOnce(Quick(Testcase::kFlush2, Mode::kThread, 3));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->tasks.size(), 3u);
+  std::set<pid_t> tids;
+  for (const TaskIdentity& t : r->tasks) {
+    EXPECT_EQ(t.pid, ::getpid());
+    EXPECT_NE(t.tid, ::gettid());
+    tids.insert(t.tid);
+  }
+  EXPECT_EQ(tids.size(), 3u);
+  for (double v : r->task_ops_per_sec) EXPECT_GT(v, 0);
+}
+
+TEST(WillItScaleRunTest, TasksRunWhereThePlacementPutsThem) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const std::vector<std::vector<int>> placement =
+      Placement("/sys/devices/system/cpu", allowed, false);
+  ASSERT_FALSE(placement.empty());
+  for (Mode mode : {Mode::kProcess, Mode::kThread}) {
+    absl::StatusOr<Result> r = RunOnce(Quick(Testcase::kFlush2, mode, 2));
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (size_t i = 0; i < r->tasks.size(); ++i) {
+      EXPECT_THAT(placement[i % placement.size()], ::testing::Contains(r->tasks[i].cpu))
+          << "task " << i;
+    }
+  }
+}
+
+// A fake /sys/devices/system/cpu: cpu -> (package, core), or no topology.
+std::string FakeSysfs(const std::vector<std::pair<int, std::pair<int, int>>>& cpus) {
+  const std::string root = ::testing::TempDir() + "/willitscale_sysfs_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::remove_all(root);
+  for (const auto& [cpu, topo] : cpus) {
+    const std::string dir = root + "/cpu" + std::to_string(cpu) + "/topology";
+    std::filesystem::create_directories(dir);
+    if (topo.first < 0) continue;
+    std::ofstream(dir + "/physical_package_id") << topo.first << "\n";
+    std::ofstream(dir + "/core_id") << topo.second << "\n";
+  }
+  return root;
+}
+
+cpu_set_t Cpus(std::initializer_list<int> cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return set;
+}
+
+TEST(WillItScalePlacementTest, CoresInOrderOfTheirFirstCpuAndThreadsCoreByCore) {
+  // Two cores with two hardware threads each, numbered as Linux numbers them: siblings n apart.
+  const std::string sysfs = FakeSysfs({{0, {0, 0}}, {1, {0, 1}}, {2, {0, 0}}, {3, {0, 1}}});
+  EXPECT_THAT(Placement(sysfs, Cpus({0, 1, 2, 3}), false),
+              ElementsAre(ElementsAre(0, 2), ElementsAre(1, 3)));
+  EXPECT_THAT(Placement(sysfs, Cpus({0, 1, 2, 3}), true),
+              ElementsAre(ElementsAre(0), ElementsAre(2), ElementsAre(1), ElementsAre(3)));
+  // Only allowed CPUs.
+  EXPECT_THAT(Placement(sysfs, Cpus({1, 2}), false), ElementsAre(ElementsAre(1), ElementsAre(2)));
+}
+
+TEST(WillItScalePlacementTest, SameCoreIdOnAnotherPackageIsAnotherCore) {
+  const std::string sysfs = FakeSysfs({{0, {0, 0}}, {1, {1, 0}}, {2, {-1, 0}}});
+  EXPECT_THAT(Placement(sysfs, Cpus({0, 1, 2}), false),
+              ElementsAre(ElementsAre(0), ElementsAre(1), ElementsAre(2)));
+}
+
+// The row of /proc/interrupts that counts TLB shootdown IPIs received, summed over CPUs;
+// -1 where there is none (not x86).
+int64_t TlbShootdowns() {
+  std::ifstream in("/proc/interrupts");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    if (name != "TLB:") continue;
+    int64_t sum = 0;
+    int64_t v = 0;
+    while (fields >> v) sum += v;
+    return sum;
+  }
+  return -1;
+}
+
+// What the tests are for: in thread mode the tasks share one mm, so every MADV_DONTNEED must
+// reach the other task's CPU (an IPI each); in process mode it stays local.
+TEST(WillItScaleRunTest, ThreadModeFlushesTheOtherTasksCpusAndProcessModeDoesNot) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2 || TlbShootdowns() < 0) {
+    GTEST_SKIP() << "needs two CPUs and the TLB row of /proc/interrupts (x86)";
+  }
+  int64_t before = TlbShootdowns();
+  absl::StatusOr<Result> threads = RunOnce(Quick(Testcase::kFlush2, Mode::kThread, 2));
+  const int64_t thread_ipis = TlbShootdowns() - before;
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  before = TlbShootdowns();
+  absl::StatusOr<Result> processes = RunOnce(Quick(Testcase::kFlush2, Mode::kProcess, 2));
+  const int64_t process_ipis = TlbShootdowns() - before;
+  ASSERT_TRUE(processes.ok()) << processes.status();
+  // Other programs on the host send a few shootdowns too: compare per operation.
+  const double per_thread_op = static_cast<double>(thread_ipis) / threads->ops;
+  const double per_process_op = static_cast<double>(process_ipis) / processes->ops;
+  EXPECT_GT(per_thread_op, 0.02) << thread_ipis << " shootdowns for " << threads->ops << " ops";
+  EXPECT_LT(per_process_op, per_thread_op / 10)
+      << process_ipis << " shootdowns for " << processes->ops << " ops";
+}
+
+TEST(WillItScaleRunTest, ATaskThatCannotSetUpFailsTheRunNamingIt) {
+  Options o = Quick(Testcase::kFlush1, Mode::kThread, 2);
+  o.tmp_dir = ::testing::TempDir() + "/no/such/dir";
+  absl::StatusOr<Result> r = RunOnce(o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("tlb_flush1: task "));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("mkstemp in "));
+}
+
+const Workload& WillItScale() {
+  LinkAllWorkloads();
+  const Workload* w = Registry::Get().Find("willitscale");
+  EXPECT_NE(w, nullptr);
+  return *w;
+}
+
+TEST(WillItScaleWorkloadTest, ReportsTheAverageThePerTaskFigureAndEachTask) {
+  const Workload& w = WillItScale();
+  Params params =
+      ResolveParams(w, {{"tasks", "2"}, {"mode", "thread"}, {"warmup", "0"}, {"duration", "1"}})
+          .value();
+  absl::StatusOr<std::vector<Measurement>> result = w.Run(params);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->size(), 4u);
+  EXPECT_EQ((*result)[0].metric, "ops_per_sec");
+  EXPECT_EQ((*result)[0].series, "");
+  EXPECT_EQ((*result)[0].better, Better::kHigher);
+  EXPECT_EQ((*result)[1].metric, "ops_per_sec_per_task");
+  EXPECT_DOUBLE_EQ((*result)[1].value, (*result)[0].value / 2);
+  EXPECT_EQ((*result)[2].series, "task0");
+  EXPECT_EQ((*result)[3].series, "task1");
+  EXPECT_NEAR((*result)[2].value + (*result)[3].value, (*result)[0].value,
+              (*result)[0].value * 1e-9);
+}
+
+TEST(WillItScaleWorkloadTest, ClassicOutputIsWhatRuntestPyReads) {
+  const Workload& w = WillItScale();
+  Params params = ResolveParams(w, {{"test", "tlb_flush3"}}).value();
+  std::vector<Measurement> result = {{"ops_per_sec", "", 1234567.8, "ops/s", Better::kHigher}};
+  EXPECT_EQ(w.ClassicOutput(params, result),
+            "testcase:TLB flush of separate file shared mapping\naverage:1234567\n");
+}
+
+TEST(WillItScaleWorkloadTest, BadInputIsRefusedWithTheParameterNamed) {
+  const Workload& w = WillItScale();
+  for (const char* tasks : {"0", "2049", "many"}) {
+    absl::StatusOr<Params> p = ResolveParams(w, {{"tasks", tasks}});
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << tasks;
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr("tasks:"));
+  }
+  absl::StatusOr<Params> p = ResolveParams(w, {{"test", "tlb_flush4"}});
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("test:"));
+  p = ResolveParams(w, {{"smt", "true"}, {"no_affinity", "true"}});
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("smt:"));
+}
+
+}  // namespace
+}  // namespace tlbfleet::workloads::willitscale
