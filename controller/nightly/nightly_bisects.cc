@@ -1,12 +1,14 @@
 // The nightly unit's bisections: starting one (over commits: its range listed by a builder),
 // submitting each measurement exactly once, moving it on when its run ends (over commits: a
-// commit that does not build is skipped, the culprit's revert tried first), cancelling it.
+// commit that does not build, or builds and does not boot, is skipped; the culprit's revert
+// tried first), cancelling it.
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <set>
+#include <string_view>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/bisect/bisect_state.h"
@@ -40,6 +42,64 @@ std::string MeasurementName(const v1::BisectState& state, const bisect::NextActi
     }
   }
   return absl::StrCat("bisect-", state.id(), "-s", next.step, "-r", round);
+}
+
+// Whether `text` names boot entry `entry` as a word of its own: entries are identifiers the
+// controller made for the run's kernel arms ("kernel-3f2a9c0d1e2b"), not wording, so this holds
+// whatever sentence the core or the agent put around it.
+bool NamesBootEntry(std::string_view text, std::string_view entry) {
+  if (entry.empty()) return false;
+  const auto entry_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+           c == '+';
+  };
+  for (size_t at = text.find(entry); at != std::string_view::npos; at = text.find(entry, at + 1)) {
+    const size_t end = at + entry.size();
+    // A trailing '.' ends a sentence, not the name.
+    const bool ends = end == text.size() || !entry_char(text[end]) ||
+                      (text[end] == '.' && (end + 1 == text.size() || !entry_char(text[end + 1])));
+    if ((at == 0 || !entry_char(text[at - 1])) && ends) return true;
+  }
+  return false;
+}
+
+// The kernel arm of a failed run whose kernel was built but could not be booted: every build
+// of the run succeeded (the build stage passed, so the run failed at a boot or a measurement),
+// and the run's error names that arm's boot entry and no other kernel arm's. The core names
+// the entry both when the host kept coming back from the reboot asked for on another boot
+// (dispatch: "asked 3 times to boot entry E") and when a job of it was refused because the
+// boot was not the build (the agent: "job needs boot entry E, but ..."). nullptr otherwise:
+// a host lost, a benchmark that failed, are not the commit's.
+const v1::KernelBuild* ArmThatDidNotBoot(const v1::Run& run) {
+  const v1::KernelBuild* found = nullptr;
+  for (const v1::KernelBuild& build : run.builds()) {
+    if (build.state() != "succeeded") return nullptr;
+    if (!NamesBootEntry(run.error(), build.boot_entry())) continue;
+    if (found != nullptr) return nullptr;  // two named: which one failed cannot be told
+    found = &build;
+  }
+  return found;
+}
+
+// How often build `task_id` of `run_id` went back to the queue, from the run's build events:
+// a builder that failed it (disk full, git failed, busy), cancelled under it or went away.
+// A failure of the commit itself ends the build at once; it is never re-queued.
+absl::StatusOr<int> RequeuesOfBuild(core::RunService& runs, const std::string& run_id,
+                                    int64_t task_id) {
+  int requeues = 0;
+  uint64_t after = 0;
+  constexpr uint32_t kPage = 1000;
+  for (;;) {
+    absl::StatusOr<std::vector<v1::RunEvent>> events = runs.RunEventsSince(run_id, after, kPage);
+    if (!events.ok()) return events.status();
+    for (const v1::RunEvent& e : *events) {
+      after = std::max(after, e.id());
+      if (e.has_build() && e.build().task_id() == task_id && e.build().state() == "queued") {
+        ++requeues;
+      }
+    }
+    if (events->size() < kPage) return requeues;
+  }
 }
 
 // What the regression a bisection works for says of it once it ended.
@@ -395,23 +455,40 @@ absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& ru
 std::optional<absl::Status> Nightly::SkipUnbuildable(AnyBisection& b, const v1::Run& run) {
   bisect::CommitBisection* commits = b.commits();
   if (commits == nullptr || run.state() != v1::RUN_STATE_FAILED) return std::nullopt;
+  // The kernel that could not be tested, and why: a build that failed, or one that built and
+  // did not boot (it panicked, the host kept coming back off its entry, it booted another
+  // kernel). Either is `git bisect skip` for the tested commit.
   const v1::KernelBuild* failed = nullptr;
   for (const v1::KernelBuild& build : run.builds()) {
     if (build.state() == "failed") failed = &build;
   }
-  if (failed == nullptr) return std::nullopt;
-  // A builder that failed its tries (disk full, git failed) says nothing of the commit:
-  // store/builds.cc ends such a build with the count of attempts.
-  if (absl::EndsWith(failed->reason(),
-                     absl::StrCat(" (", store::builds::kMaxBuildAttempts, " attempts)"))) {
+  std::string reason;
+  if (failed != nullptr) {
+    // A build that went back to the queue for every try but the last failed on builders
+    // (disk full, git failed, the builder gone): that says nothing of the commit. Told from
+    // the run's build events, not from the words of the reason; a commit that does not build
+    // fails at its first try.
+    absl::StatusOr<int> requeues = RequeuesOfBuild(controller_, run.id(), failed->task_id());
+    if (!requeues.ok()) {
+      RetryLater();
+      return absl::UnavailableError(
+          absl::StrCat("run ", run.id(), ": build ", failed->task_id(),
+                       " failed, and its events (a commit that does not build, or a builder that"
+                       " failed?) cannot be read: ",
+                       requeues.status().message(), "; looked at again later"));
+    }
+    if (*requeues >= store::builds::kMaxBuildAttempts - 1) return std::nullopt;
+    reason =
+        absl::StrCat("build failed: ", failed->reason().empty() ? run.error() : failed->reason());
+  } else if ((failed = ArmThatDidNotBoot(run)) != nullptr) {
+    reason = absl::StrCat("boot failed: ", run.error());
+  } else {
     return std::nullopt;
   }
   const v1::BisectState& state = b.state();
   if (!bisect::HasOpenStep(state)) return std::nullopt;
   const v1::BisectStep& step = *state.steps().rbegin();
   const uint32_t number = step.number();  // `step` is the machine's: read it before it changes
-  const std::string reason =
-      absl::StrCat("build failed: ", failed->reason().empty() ? run.error() : failed->reason());
   absl::Status s;
   switch (bisect::KindOfStep(step)) {
     case bisect::StepKind::kVerifyRevert:
@@ -425,10 +502,10 @@ std::optional<absl::Status> Nightly::SkipUnbuildable(AnyBisection& b, const v1::
       s = commits->Skip(failed->kernel().rev(), reason);
       break;
     case bisect::StepKind::kVerifyParent:
-      return std::nullopt;  // both were built before: not the commit's fault
+      return std::nullopt;  // both were built and booted before: not the commit's fault
   }
   if (!s.ok()) {
-    spdlog::warn("nightly: bisect {}: run {}: build of {} failed but cannot be skipped: {}",
+    spdlog::warn("nightly: bisect {}: run {}: {} cannot be tested but cannot be skipped: {}",
                  state.id(), run.id(), failed->kernel().rev(), s.ToString());
     return std::nullopt;
   }

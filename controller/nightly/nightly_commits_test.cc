@@ -1,12 +1,15 @@
 // Bisections over commits through the nightly unit (docs/kernels.md, "Bisecting commits"): the
 // range listed by a builder, each step a run of kernels built from source (the real core's
 // build stage, with the sim host building and booting them), a commit that does not build
-// skipped with its reason, the culprit verified against its parent and by its revert, the
-// report, a restart mid-bisection, and bad input refused naming the field.
+// skipped with its reason, one that builds but does not boot (or boots another kernel) skipped
+// with its reason, a builder that fails told from a commit that does not build by the run's
+// build events (never by the reason's words), the culprit verified against its parent and by
+// its revert, the report, a restart mid-bisection, and bad input refused naming the field.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -290,6 +293,179 @@ TEST_F(NightlyCommitsTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
   EXPECT_THAT(std::string(away.status().message()), HasSubstr("commits.good"));
   EXPECT_EQ(nightly_->ListBisects(0)->bisects_size(), 0);
   EXPECT_EQ(controller_->runs().ListRuns({})->runs_size(), 0);
+}
+
+// Between the sim host and the core: the kernels of chosen commits fail as a real lab's would.
+// The host's hellos after a reboot into such a kernel's boot entry, its jobs' completions and
+// its builds' completions are changed on their way to the core, which sees what an agent
+// would send.
+class FaultyLabHub : public core::AgentHub {
+ public:
+  FaultyLabHub(core::AgentHub& real, core::RunService& runs) : real_(real), runs_(runs) {}
+
+  // The kernel panics at boot: the host comes back on the default kernel, on no entry (as a
+  // lab guest whose supervisor boots the default kernel after the panic).
+  std::set<std::string> does_not_boot;
+  // Another kernel boots: the agent's check after the reboot fails (boot_entry_error), and
+  // it refuses the jobs of the entry, naming it (agent/runner/boot_entries.cc, CheckJob).
+  std::set<std::string> boots_another_kernel;
+  // Every build of it ends HOST_FAILED (the builder's disk is full), whatever it would build to.
+  std::set<std::string> builder_fails;
+
+  absl::Status Register(core::AgentChannel* channel, const v1::Hello& hello_in,
+                        const std::string& principal) override {
+    v1::Hello hello = hello_in;
+    wrong_entry_.clear();
+    const std::string entry = hello.host().boot_entry();
+    const std::string commit = CommitOfEntry(entry);
+    if (does_not_boot.count(commit) > 0) {
+      hello.mutable_host()->clear_boot_entry();
+    } else if (boots_another_kernel.count(commit) > 0) {
+      wrong_entry_ = entry;
+      hello.mutable_host()->clear_boot_entry();
+      hello.mutable_host()->set_boot_entry_error(
+          absl::StrCat("entry ", entry, " expected build sim-", commit.substr(0, 12), ", booted ",
+                       hello.host().kernel_release(), " without its tag"));
+    }
+    return real_.Register(channel, hello, principal);
+  }
+
+  void OnMessage(core::AgentChannel* channel, v1::AgentMessage m) override {
+    if (m.has_build_progress() && !m.build_progress().commit().empty()) {
+      commit_of_task_[m.build_progress().task_id()] = m.build_progress().commit();
+    }
+    if (m.has_build_complete() &&
+        builder_fails.count(commit_of_task_[m.build_complete().task_id()]) > 0) {
+      const int64_t task = m.build_complete().task_id();
+      m.mutable_build_complete()->Clear();
+      m.mutable_build_complete()->set_task_id(task);
+      m.mutable_build_complete()->set_status(v1::BUILD_STATUS_HOST_FAILED);
+      m.mutable_build_complete()->set_reason("disk full (No space left on device) during make");
+    }
+    if (!wrong_entry_.empty()) {
+      if (m.has_samples()) return;  // the agent refuses the job: nothing is measured
+      if (m.has_complete()) {
+        m.mutable_complete()->set_status(v1::JOB_STATUS_FAILED);
+        m.mutable_complete()->set_sample_count(0);
+        m.mutable_complete()->set_error(
+            absl::StrCat("job needs boot entry ", wrong_entry_,
+                         ", but this boot is no entry (kernel 6.1.0-x-amd64)"));
+      }
+    }
+    real_.OnMessage(channel, std::move(m));
+  }
+
+  void Unregister(core::AgentChannel* channel) override { real_.Unregister(channel); }
+
+ private:
+  // The commit (full hash) whose kernel is boot entry `entry`, from the runs' builds.
+  std::string CommitOfEntry(const std::string& entry) {
+    if (entry.empty()) return "";
+    absl::StatusOr<v1::ListRunsResponse> list = runs_.ListRuns({});
+    if (!list.ok()) return "";
+    for (const v1::Run& listed : list->runs()) {
+      absl::StatusOr<v1::Run> run = runs_.GetRun(listed.id());
+      if (!run.ok()) continue;
+      for (const v1::KernelBuild& b : run->builds()) {
+        if (b.boot_entry() == entry && b.kernel().revert().empty()) return b.kernel().rev();
+      }
+    }
+    return "";
+  }
+
+  core::AgentHub& real_;
+  core::RunService& runs_;
+  std::string wrong_entry_;  // the entry of the boot that came up on another kernel
+  std::map<int64_t, std::string> commit_of_task_;
+};
+
+// The planted history, with commit 8 building: each test makes a kernel fail its own way.
+class NightlyCommitsFaultTest : public NightlyCommitsTest {
+ protected:
+  NightlyCommitsFaultTest() : NightlyCommitsTest(11, 0) {}
+  core::AgentHub& LabHub() override {
+    hub_ = std::make_unique<FaultyLabHub>(controller_->agents(), controller_->runs());
+    return *hub_;
+  }
+  std::unique_ptr<FaultyLabHub> hub_;
+};
+
+TEST_F(NightlyCommitsFaultTest, ACommitThatBuildsButDoesNotBootIsSkippedWithTheReason) {
+  hub_->does_not_boot.insert(SimGit::Hash(8));
+  const v1::BisectState state = StartAndFinish();
+  ASSERT_EQ(state.status(), v1::BISECT_FOUND) << state.reason() << Log();
+  EXPECT_EQ(state.first_bad(), SimGit::Hash(11));
+  EXPECT_EQ(state.verification().outcome(), v1::VERIFICATION_CONFIRMED)
+      << state.verification().reason();
+  const v1::BisectStep* skipped = StepTesting(state, SimGit::Hash(8));
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->verdict(), v1::SKIPPED);
+  // The core's words: the host came back off the entry each time it was asked.
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("boot failed: "));
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("was asked 3 times to boot entry kernel-"));
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("came back each time on another"));
+  // The search went on as after a commit that does not build: 7, 11, 9, 10.
+  std::vector<std::string> searched;
+  for (const v1::BisectStep& s : state.steps()) {
+    if (s.kind() == v1::BISECT_STEP_SEARCH && s.number() > 0) searched.push_back(s.tested());
+  }
+  EXPECT_EQ(searched, (std::vector<std::string>{SimGit::Hash(8), SimGit::Hash(7), SimGit::Hash(11),
+                                                SimGit::Hash(9), SimGit::Hash(10)}));
+  const std::string report = nightly_->GetBisect(state.id())->report();
+  EXPECT_THAT(report, HasSubstr("skipped: boot failed: "));
+  EXPECT_THAT(report, HasSubstr(absl::StrCat("git bisect skip ", SimGit::Hash(8))));
+}
+
+TEST_F(NightlyCommitsFaultTest, ACommitThatBootsAnotherKernelIsSkippedWithTheReason) {
+  hub_->boots_another_kernel.insert(SimGit::Hash(8));
+  const v1::BisectState state = StartAndFinish();
+  ASSERT_EQ(state.status(), v1::BISECT_FOUND) << state.reason() << Log();
+  EXPECT_EQ(state.first_bad(), SimGit::Hash(11));
+  const v1::BisectStep* skipped = StepTesting(state, SimGit::Hash(8));
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->verdict(), v1::SKIPPED);
+  // The agent refused the job, naming the entry its boot was not.
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("boot failed: "));
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("(arm tested"));
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("job needs boot entry kernel-"));
+}
+
+TEST_F(NightlyCommitsFaultTest, ABadThatDoesNotBootStopsTheBisectionNamingIt) {
+  hub_->does_not_boot.insert(SimGit::Hash(16));
+  const v1::BisectState state = StartAndFinish();
+  ASSERT_EQ(state.status(), v1::BISECT_FAILED);
+  EXPECT_THAT(state.reason(),
+              HasSubstr(absl::StrCat("bad ", SimGit::Hash(16), " cannot be tested")));
+  EXPECT_THAT(state.reason(), HasSubstr("boot failed: "));
+}
+
+TEST_F(NightlyCommitsFaultTest, ABuilderThatFailsItsTriesIsNotACommitThatDoesNotBuild) {
+  hub_->builder_fails.insert(SimGit::Hash(8));
+  const v1::BisectState state = StartAndFinish();
+  // Nothing is known of commit 8: the bisection stops with the builder's reason rather than
+  // skipping a commit that may well build.
+  ASSERT_EQ(state.status(), v1::BISECT_FAILED) << state.reason();
+  EXPECT_THAT(state.reason(), HasSubstr("disk full"));
+  for (const v1::BisectStep& s : state.steps()) EXPECT_NE(s.verdict(), v1::SKIPPED);
+}
+
+class NightlyCommitsAttemptsWordingTest : public NightlyCommitsTest {
+ protected:
+  NightlyCommitsAttemptsWordingTest() {
+    // A compiler's last line that happens to end as the store's count of a builder's tries.
+    git_.Commit(8).unbuildable = "make -j2 all: target mm/memory.o failed (Error 1) (3 attempts)";
+  }
+};
+
+TEST_F(NightlyCommitsAttemptsWordingTest, ACommitThatDoesNotBuildIsSkippedWhateverItsReasonSays) {
+  const v1::BisectState state = StartAndFinish();
+  ASSERT_EQ(state.status(), v1::BISECT_FOUND) << state.reason();
+  EXPECT_EQ(state.first_bad(), SimGit::Hash(11));
+  const v1::BisectStep* skipped = StepTesting(state, SimGit::Hash(8));
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->verdict(), v1::SKIPPED);
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("build failed: make -j2 all"));
+  EXPECT_THAT(skipped->skip_reason(), HasSubstr("(3 attempts)"));
 }
 
 }  // namespace

@@ -118,8 +118,10 @@ class NightlyTest : public ::testing::Test {
     controller_->AddObserver(nightly_.get());
     lab_.git = git_.commits.empty() ? nullptr : &git_;
     lab_.artifacts = artifacts_.get();
-    lab_.Connect(controller_->agents());
+    lab_.Connect(LabHub());
   }
+  // The hub the sim lab talks to: the core's, unless a test puts something between them.
+  virtual core::AgentHub& LabHub() { return controller_->agents(); }
   // As a kill -9 would leave it: whatever was only in memory is gone.
   void Close() {
     controller_.reset();
