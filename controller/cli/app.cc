@@ -13,6 +13,7 @@
 #include "controller/cli/changepoints_command.h"
 #include "controller/cli/commands.h"
 #include "controller/cli/exit_codes.h"
+#include "controller/cli/export_command.h"
 #include "controller/cli/fleet_client.h"
 #include "controller/cli/import_mmtests.h"
 #include "controller/cli/nightly_commands.h"
@@ -202,6 +203,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   ChangepointsCommand changepoints(app);
   NightlyCommands nightly(app);
   CeilingsCommand ceilings(app);
+  ExportCommand export_command(app);
 
   try {
     app.parse(argc, argv);
@@ -229,6 +231,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   options.tls.ca = tls_ca.empty() ? env.tls_ca : tls_ca;
   options.tls.server_name = tls_server_name;
   if (nightly.parsed()) return nightly.Run(options, out, err);
+  if (export_command.parsed()) return export_command.Run(options, out, err);
   absl::StatusOr<std::unique_ptr<FleetClient>> client = FleetClient::Create(options);
   if (!client.ok()) {
     err << "tlbfleet: " << client.status().message() << "\n";
