@@ -49,12 +49,10 @@ absl::StatusOr<bool> KernelReady(Database& db, const std::string& entry, v1::Ker
 // when the slot has work only for another index, `reboot_reason` says which. For a run whose
 // arms name boot entries (`entry_run`), a fresh boot serves only the index it was asked for
 // (boot_requests.h); `reboot_entry` is the entry the next boot must be.
-absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch& events,
-                                                        int64_t run_id, const v1::RunSpec& spec,
-                                                        int64_t slot, const LeaseRequest& request,
-                                                        std::string* reboot_reason,
-                                                        std::string* reboot_entry,
-                                                        v1::KernelToBoot* reboot_kernel) {
+absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(
+    Database& db, EventBatch& events, int64_t run_id, const v1::RunSpec& spec, int64_t slot,
+    const LeaseRequest& request, std::string* reboot_reason, std::string* reboot_entry,
+    v1::KernelToBoot* reboot_kernel, LeaseResult* boot_request) {
   const std::string& boot_id = request.boot_id;
   const bool entry_run = scheduler::RunUsesBootEntries(spec);
   if (entry_run) {
@@ -102,8 +100,8 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
           reboot_entry->clear();
           return job;
         }
-        TLB_RETURN_IF_ERROR(
-            boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
+        boot_request->boot_request =
+            LeaseResult::BootRequest{run_id, slot, lowest, *reboot_entry, boot_id};
         absl::StrAppend(reboot_reason, " into boot entry ", *reboot_entry);
       }
     }
@@ -135,7 +133,8 @@ absl::StatusOr<std::optional<QueuedJob>> PickJobForBoot(Database& db, EventBatch
         reboot_entry->clear();
         return std::optional<QueuedJob>();
       }
-      TLB_RETURN_IF_ERROR(boot_requests::Record(db, run_id, slot, lowest, *reboot_entry, boot_id));
+      boot_request->boot_request =
+          LeaseResult::BootRequest{run_id, slot, lowest, *reboot_entry, boot_id};
       *reboot_reason = absl::StrCat("run ", run_id, " boot ", lowest + 1,
                                     " needs a fresh boot into boot entry ", *reboot_entry);
       return std::optional<QueuedJob>();
@@ -369,9 +368,11 @@ absl::StatusOr<LeaseResult> LeaseFromRun(Database& db, EventBatch& events,
     v1::KernelToBoot kernel;
     TLB_ASSIGN_OR_RETURN(
         std::optional<QueuedJob> on_this_boot,
-        PickJobForBoot(db, events, rid, spec, slot, request, &why, &entry, &kernel));
+        PickJobForBoot(db, events, rid, spec, slot, request, &why, &entry, &kernel, &result));
     if (!on_this_boot.has_value()) {
-      if (!why.empty()) {
+      if (why.empty()) {
+        result.boot_request.reset();
+      } else {
         result.kind = LeaseResult::Kind::kNeedsReboot;
         result.run_id = run_id;
         result.reboot_reason = std::move(why);
@@ -435,6 +436,11 @@ absl::StatusOr<LeaseResult> Lease(Database& db, EventBatch& events, const LeaseR
         first_reboot.kind == LeaseResult::Kind::kNothing) {
       first_reboot = std::move(result);
     }
+  }
+  if (first_reboot.boot_request.has_value()) {
+    const LeaseResult::BootRequest& r = *first_reboot.boot_request;
+    TLB_RETURN_IF_ERROR(
+        boot_requests::Record(db, r.run_id, r.slot, r.boot_index, r.entry, r.from_boot_id));
   }
   return first_reboot;
 }

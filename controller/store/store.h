@@ -148,6 +148,14 @@ struct LeaseResult {
   std::string reboot_entry;      // kNeedsReboot: the boot entry it must be ("" = any)
   // kNeedsReboot into a kernel built from source: the build to boot (RebootRequest.kernel).
   v1::KernelToBoot reboot_kernel;
+  // kNeedsReboot into an entry: the boot request (boot_requests.h) Lease records for it. Only
+  // the reboot Lease returns is recorded: another run's reboot must not count as a miss of a
+  // request that was never sent.
+  struct BootRequest {
+    int64_t run_id = 0, slot = 0, boot_index = 0;
+    std::string entry, from_boot_id;
+  };
+  std::optional<BootRequest> boot_request;
 };
 
 // What an expired (or released) lease turned into.
