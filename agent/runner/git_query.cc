@@ -51,6 +51,18 @@ v1::GitAnswer AnswerGitQuery(const builder::KernelSources& sources, const v1::Gi
       }
       return answer;
     }
+    case v1::GitQuery::KIND_BRANCH: {
+      // After a fetch the remote's copy of the branch is the news; a local branch of that name
+      // would be whatever someone last checked out.
+      absl::StatusOr<std::string> hash = repo.ResolveBranch(
+          query.rev(), query.fetch() ? absl::string_view((*source)->remote) : absl::string_view());
+      if (!hash.ok()) return GitQueryFailed(answer, hash.status());
+      answer.set_resolved(*hash);
+      if (absl::Status s = AddCommit(repo, *hash, answer); !s.ok()) {
+        return GitQueryFailed(answer, s);
+      }
+      return answer;
+    }
     case v1::GitQuery::KIND_RANGE: {
       absl::StatusOr<bool> ancestor = repo.IsAncestor(query.good(), query.bad());
       if (!ancestor.ok()) return GitQueryFailed(answer, ancestor.status());

@@ -74,6 +74,47 @@ TEST_F(GitQueryTest, TellsWhetherARevertApplies) {
   EXPECT_TRUE(Ask(v1::GitQuery::KIND_REVERT_APPLIES, c1_, "", "", c2_).revert_applies());
 }
 
+TEST_F(GitQueryTest, ABranchResolvesToItsHeadAndAMissingOneIsInvalid) {
+  v1::GitAnswer answer = Ask(v1::GitQuery::KIND_BRANCH, "main");
+  EXPECT_EQ(answer.error(), "");
+  EXPECT_EQ(answer.resolved(), c2_);
+  ASSERT_EQ(answer.commits_size(), 1);
+  EXPECT_EQ(answer.commits(0).subject(), "c2");
+  // A tag is not a branch: a schedule following it would never move.
+  repo_.Git({"tag", "v1", c1_});
+  answer = Ask(v1::GitQuery::KIND_BRANCH, "v1");
+  EXPECT_TRUE(answer.invalid());
+  EXPECT_THAT(answer.error(), HasSubstr("branch \"v1\" does not exist"));
+}
+
+// A source with a remote: the fetch brings the remote's new head, which wins over a stale local
+// branch of the same name.
+TEST_F(GitQueryTest, AFetchedBranchIsTheRemotesHead) {
+  builder::TestRepo upstream;
+  upstream.Commit({{"a", "1\n"}}, "u0");
+  repo_.Git({"remote", "add", "up", upstream.path()});
+  const std::string u1 = upstream.Commit({{"a", "2\n"}}, "u1");
+  sources_ = builder::KernelSources::Parse(
+                 absl::StrCat("sources:\n  linux:\n    repository: ", repo_.path(),
+                              "\n    remote: up\n    work_dir: ", repo_.temp().File("build"),
+                              "\nconfigs:\n  lab: {base: defconfig}\n"),
+                 "test")
+                 .value();
+  v1::GitQuery query;
+  query.set_source("linux");
+  query.set_kind(v1::GitQuery::KIND_BRANCH);
+  query.set_rev("main");
+  query.set_fetch(true);
+  v1::GitAnswer answer = AnswerGitQuery(sources_, query);
+  EXPECT_EQ(answer.error(), "");
+  EXPECT_EQ(answer.resolved(), u1);
+  // The next night: the remote moved on.
+  const std::string u2 = upstream.Commit({{"a", "3\n"}}, "u2");
+  answer = AnswerGitQuery(sources_, query);
+  EXPECT_EQ(answer.resolved(), u2);
+  EXPECT_EQ(answer.commits(0).subject(), "u2");
+}
+
 TEST_F(GitQueryTest, AWrongQuestionIsInvalidNamingWhatIsWrong) {
   v1::GitAnswer answer = Ask(v1::GitQuery::KIND_RESOLVE, "v9.9");
   EXPECT_TRUE(answer.invalid());

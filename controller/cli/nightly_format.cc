@@ -42,12 +42,15 @@ std::string FormatSchedulesTable(const tlbfleet::v1::ListSchedulesResponse& sche
   for (const tlbfleet::v1::Schedule& s : schedules.schedules()) {
     const bool bisect =
         s.spec().on_regression().action() == tlbfleet::v1::OnRegression::ACTION_BISECT;
-    table.AddRow({s.id(), s.spec().name(), s.spec().cron(), s.paused() ? "paused" : "active",
-                  s.paused() ? "-" : FormatUnixTime(s.next_slot_unix()), std::to_string(s.runs()),
-                  Part(s.last_run_id()),
-                  bisect
-                      ? fmt::format("bisect ({} entries)", s.spec().on_regression().entries_size())
-                      : "alert"});
+    table.AddRow(
+        {s.id(), s.spec().name(), s.spec().cron(), s.paused() ? "paused" : "active",
+         s.paused() ? "-" : FormatUnixTime(s.next_slot_unix()), std::to_string(s.runs()),
+         Part(s.last_run_id()),
+         !bisect ? std::string("alert")
+         : s.spec().has_kernel()
+             ? fmt::format("bisect (commits of {} {})", s.spec().kernel().source(),
+                           s.spec().kernel().branch())
+             : fmt::format("bisect ({} entries)", s.spec().on_regression().entries_size())});
   }
   return table.Render();
 }
@@ -57,8 +60,11 @@ std::string FormatRegressionsTable(const tlbfleet::v1::ListRegressionsResponse& 
       {"ID", "STATUS", "SERIES", "CHANGE", "FIRST BAD", "LAST GOOD", "KERNELS", "NOTE"});
   table.SetAlign(0, TextTable::Align::kRight);
   for (const tlbfleet::v1::Regression& r : regressions.regressions()) {
+    // Kernels built from source: the change lies in good..bad (short hashes, as git prints).
     const std::string kernels =
-        r.good_kernel() == r.bad_kernel()
+        !r.bad_commit().empty() ? fmt::format("{}..{}", Part(r.good_commit().substr(0, 12)),
+                                              r.bad_commit().substr(0, 12))
+        : r.good_kernel() == r.bad_kernel()
             ? Part(r.bad_kernel())
             : fmt::format("{} -> {}", Part(r.good_kernel()), Part(r.bad_kernel()));
     table.AddRow({r.id(), RegressionStatusName(r.status()), SeriesKeyText(r.series()),
@@ -72,7 +78,7 @@ std::string FormatRegressionsTable(const tlbfleet::v1::ListRegressionsResponse& 
 }
 
 std::string FormatBisectsTable(const tlbfleet::v1::ListBisectsResponse& bisects) {
-  TextTable table({"ID", "STATUS", "ENTRIES", "GOOD", "BAD", "STEPS", "RUN", "RESULT"});
+  TextTable table({"ID", "STATUS", "OVER", "GOOD", "BAD", "STEPS", "RUN", "RESULT"});
   table.SetAlign(0, TextTable::Align::kRight);
   for (const tlbfleet::v1::BisectState& b : bisects.bisects()) {
     const std::string result = b.status() == tlbfleet::v1::BISECT_FOUND
@@ -80,12 +86,12 @@ std::string FormatBisectsTable(const tlbfleet::v1::ListBisectsResponse& bisects)
                                    : Part(b.reason());
     // Over commits: the commits of good..bad, the revisions as the user wrote them.
     const bool commits = b.spec().has_commits();
-    table.AddRow(
-        {b.id(), bisect::BisectStatusName(b.status()),
-         std::to_string(commits ? b.spec().commits().range_size() : b.spec().entries_size()),
-         commits ? b.spec().commits().good_rev() : b.spec().good(),
-         commits ? b.spec().commits().bad_rev() : b.spec().bad(), std::to_string(b.steps_size()),
-         Part(b.pending_run_id()), result});
+    table.AddRow({b.id(), bisect::BisectStatusName(b.status()),
+                  commits ? fmt::format("{} commits", b.spec().commits().range_size())
+                          : fmt::format("{} entries", b.spec().entries_size()),
+                  commits ? b.spec().commits().good_rev() : b.spec().good(),
+                  commits ? b.spec().commits().bad_rev() : b.spec().bad(),
+                  std::to_string(b.steps_size()), Part(b.pending_run_id()), result});
   }
   return table.Render();
 }

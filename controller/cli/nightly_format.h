@@ -12,7 +12,7 @@ std::string FormatSchedulesTable(const tlbfleet::v1::ListSchedulesResponse& sche
 // ID STATUS SERIES CHANGE FIRST-BAD LAST-GOOD KERNELS NOTE; CHANGE is the relative change of
 // the series' means with its interval ("+20.1% [+19.8%, +20.4%]"), signed as the metric moves.
 std::string FormatRegressionsTable(const tlbfleet::v1::ListRegressionsResponse& regressions);
-// ID STATUS ENTRIES GOOD BAD STEPS RUN FIRST-BAD/REASON
+// ID STATUS OVER ("8 entries", "16 commits") GOOD BAD STEPS RUN FIRST-BAD/REASON
 std::string FormatBisectsTable(const tlbfleet::v1::ListBisectsResponse& bisects);
 // ID SERIES POINTS LAST ESTIMATE [LOW, HIGH] LAST-RUN
 std::string FormatSeriesTable(const tlbfleet::v1::ListSeriesResponse& series);

@@ -61,8 +61,32 @@ TEST(NightlyFormatTest, SchedulesAndBisects) {
   b->mutable_spec()->add_entries("e0");
   b->mutable_spec()->set_good("e0");
   b->mutable_spec()->set_bad("e7");
-  EXPECT_THAT(FormatBisectsTable(bisects), HasSubstr("found   1        e0    e7"));
+  EXPECT_THAT(FormatBisectsTable(bisects), HasSubstr("found   1 entries  e0    e7"));
   EXPECT_THAT(FormatBisectsTable(bisects), HasSubstr("first bad: e5"));
+  // Over commits: how many, and the revisions as the user wrote them.
+  tlbfleet::v1::BisectCommits* commits = b->mutable_spec()->mutable_commits();
+  commits->set_good_rev("v6.1");
+  commits->set_bad_rev("main");
+  for (int i = 0; i < 16; ++i) commits->add_range()->set_hash(std::string(40, 'a'));
+  EXPECT_THAT(FormatBisectsTable(bisects), HasSubstr("found   16 commits  v6.1  main"));
+}
+
+TEST(NightlyFormatTest, ARegressionOfABranchNamesItsCommitRange) {
+  tlbfleet::v1::ListRegressionsResponse regressions;
+  tlbfleet::v1::Regression* r = regressions.add_regressions();
+  r->set_id("3");
+  r->set_first_bad_run("12");
+  r->set_good_commit(std::string(40, 'a'));
+  r->set_bad_commit(std::string(40, 'b'));
+  r->set_good_kernel("6.1.0-lab");
+  r->set_bad_kernel("6.1.0-lab");
+  EXPECT_THAT(FormatRegressionsTable(regressions), HasSubstr("aaaaaaaaaaaa..bbbbbbbbbbbb"));
+  tlbfleet::v1::ListSchedulesResponse schedules;
+  tlbfleet::v1::Schedule* s = schedules.add_schedules();
+  s->mutable_spec()->mutable_on_regression()->set_action(tlbfleet::v1::OnRegression::ACTION_BISECT);
+  s->mutable_spec()->mutable_kernel()->set_source("linux");
+  s->mutable_spec()->mutable_kernel()->set_branch("main");
+  EXPECT_THAT(FormatSchedulesTable(schedules), HasSubstr("bisect (commits of linux main)"));
 }
 
 TEST(NightlyFormatTest, HostsListTheirBootEntries) {

@@ -20,7 +20,37 @@
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::nightly {
+
+absl::Status CheckBuilderHas(const v1::ListHostsResponse& hosts, const std::string& source,
+                             const std::string& config, const std::string& prefix) {
+  std::set<std::string> sources;
+  std::set<std::string> configs;
+  for (const v1::Host& h : hosts.hosts()) {
+    for (const v1::KernelSourceInfo& s : h.info().kernel_sources()) {
+      sources.insert(s.name());
+      if (s.name() == source) configs.insert(s.configs().begin(), s.configs().end());
+    }
+  }
+  if (sources.count(source) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "source: no builder agent has a kernel source named \"", source, "\" (",
+        sources.empty()
+            ? std::string("no builder agent has connected (tlbfleet-agent --kernel-sources)")
+            : absl::StrCat("sources: ", absl::StrJoin(sources, ", ")),
+        ")"));
+  }
+  if (!config.empty() && configs.count(config) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix, "config: source ", source, " has no build config \"", config, "\" (it has ",
+        configs.empty() ? std::string("none") : absl::StrJoin(configs, ", "), ")"));
+  }
+  return absl::OkStatus();
+}
+
 namespace {
+
+// A branch's head may need a fetch of a kernel repository first: minutes, not seconds.
+constexpr absl::Duration kBranchQueryTimeout = absl::Minutes(3);
 
 // The next slot of an active schedule after `now` (stored schedules carry only the last).
 void SetNextSlot(v1::Schedule& s, absl::Time now) {
@@ -55,6 +85,7 @@ Series ToSeries(const v1::Series& stored) {
     h.provenance.arm = p.arm();
     h.provenance.boot_entry = p.boot_entry();
     h.provenance.kernel_release = p.kernel_release();
+    h.provenance.commit = p.commit();
     h.provenance.boot_ids.assign(p.boot_ids().begin(), p.boot_ids().end());
     h.provenance.schedule_id = p.schedule_id();
     series.points.push_back(std::move(h));
@@ -211,7 +242,37 @@ void Nightly::FireDueSchedules(absl::Time now, absl::Time* next_wakeup) {
     const v1::Schedule& schedule = *by_id[due.schedule_id];
     const std::string name = SlotRunName(schedule, due.slot);
     const std::string slot = absl::FormatTime("%Y-%m-%dT%H:%MZ", due.slot, absl::UTCTimeZone());
-    absl::StatusOr<std::string> yaml = ScheduledRunYaml(schedule.spec(), name);
+    // A schedule that follows a branch measures its head of tonight: resolved (and fetched)
+    // before the slot is taken, so that the run stored with the slot names the commit. A
+    // builder that cannot answer now leaves the slot due; a branch that is gone is the night's
+    // refusal.
+    v1::KernelRevision head;
+    absl::StatusOr<std::string> yaml = absl::UnknownError("");
+    if (schedule.spec().has_kernel()) {
+      absl::StatusOr<v1::GitAnswer> answer = ResolveBranchHead(schedule.spec().kernel(), true);
+      if (!answer.ok() && !absl::IsInvalidArgument(answer.status())) {
+        spdlog::warn("nightly: schedule {} ({}) slot {}: {}; the slot waits for a builder",
+                     schedule.id(), schedule.spec().name(), slot, answer.status().ToString());
+        RetryLater();
+        continue;
+      }
+      if (answer.ok()) {
+        head.set_source(schedule.spec().kernel().source());
+        head.set_rev(answer->resolved());
+        head.set_config(schedule.spec().kernel().config());
+        head.set_branch(schedule.spec().kernel().branch());
+        spdlog::info("nightly: schedule {} ({}) slot {}: {} {} is at {}{}", schedule.id(),
+                     schedule.spec().name(), slot, head.source(), head.branch(), head.rev(),
+                     answer->commits_size() > 0
+                         ? absl::StrCat(" (", answer->commits(0).subject(), ")")
+                         : std::string());
+        yaml = ScheduledRunYaml(schedule.spec(), name, &head);
+      } else {
+        yaml = answer.status();
+      }
+    } else {
+      yaml = ScheduledRunYaml(schedule.spec(), name);
+    }
     store::Submission submission{name, ScheduleOwner(schedule.id()), yaml.ok() ? *yaml : "", ""};
     if (absl::Status s =
             store_.TakeSlot(schedule.id(), absl::ToUnixMillis(due.slot), submission, NowMs());
@@ -452,6 +513,14 @@ absl::Status Nightly::DetectChanges(const std::string& series_id, const v1::Sche
       r.set_good_kernel(stored->points(static_cast<int>(f.index) - 1).kernel_release());
     }
     r.set_bad_kernel(stored->points(static_cast<int>(f.index)).kernel_release());
+    // Kernels built from source: the change lies between the two nights' commits.
+    if (f.index > 0) {
+      r.set_good_commit(stored->points(static_cast<int>(f.index) - 1).commit());
+    }
+    r.set_bad_commit(stored->points(static_cast<int>(f.index)).commit());
+    if (!r.bad_commit().empty() && schedule != nullptr && schedule->spec().has_kernel()) {
+      r.set_kernel_source(schedule->spec().kernel().source());
+    }
     absl::StatusOr<v1::Regression> added = store_.AddRegression(r, NowMs());
     if (absl::IsAlreadyExists(added.status())) {
       // Recorded by an attempt whose outcome was not known; its bisection, if any, is the
@@ -503,6 +572,10 @@ void Nightly::RecheckSeries() {
 
 void Nightly::StartRegressionBisect(const v1::Regression& regression, const v1::Schedule& schedule,
                                     const std::string& arm) {
+  if (schedule.spec().has_kernel()) {
+    StartRegressionCommitBisect(regression, schedule, arm);
+    return;
+  }
   const v1::OnRegression& on = schedule.spec().on_regression();
   v1::BisectSpec spec;
   spec.mutable_entries()->CopyFrom(on.entries());
@@ -575,12 +648,109 @@ void Nightly::StartRegressionBisect(const v1::Regression& regression, const v1::
   }
 }
 
+void Nightly::StartRegressionCommitBisect(const v1::Regression& regression,
+                                          const v1::Schedule& schedule, const std::string& arm) {
+  const v1::KernelBranch& kernel = schedule.spec().kernel();
+  const v1::OnRegression& on = schedule.spec().on_regression();
+  absl::StatusOr<v1::BisectState> started = absl::InvalidArgumentError("");
+  if (regression.good_commit().empty() || regression.bad_commit().empty()) {
+    started = absl::InvalidArgumentError(
+        "the last good or the first bad night recorded no commit (was it built from source?)");
+  } else if (absl::StrContains(regression.good_commit(), ",") ||
+             absl::StrContains(regression.bad_commit(), ",")) {
+    started = absl::InvalidArgumentError(
+        absl::StrCat("a night measured several commits (", regression.good_commit(), " .. ",
+                     regression.bad_commit(), "): no single range to bisect"));
+  } else if (regression.good_commit() == regression.bad_commit()) {
+    started = absl::InvalidArgumentError(
+        absl::StrCat("both nights measured commit ", regression.bad_commit(),
+                     ": the change is not in the source (the machine, the toolchain or noise)"));
+  } else {
+    v1::BisectSpec spec;
+    spec.set_boots_per_round(on.boots_per_round());
+    spec.set_max_boots_per_step(on.max_boots_per_step());
+    spec.set_metric(regression.series().metric());
+    spec.set_param(regression.series().param());
+    spec.set_regression_id(regression.id());
+    v1::BisectCommits* commits = spec.mutable_commits();
+    commits->set_source(kernel.source());
+    commits->set_config(kernel.config());
+    commits->set_good_rev(regression.good_commit());
+    commits->set_bad_rev(regression.bad_commit());
+    absl::Status resolved = ResolveCommits(&spec);
+    if (absl::IsFailedPrecondition(resolved)) {
+      // No builder can answer now: that is no reason to give up the bisection.
+      resolved = absl::UnavailableError(resolved.message());
+    }
+    if (!resolved.ok()) {
+      started = resolved;
+    } else if (absl::StatusOr<std::string> yaml = BisectRunYamlFromSchedule(schedule.spec(), arm);
+               !yaml.ok()) {
+      started = yaml.status();
+    } else {
+      spec.set_run_yaml(*yaml);
+      started = CreateBisect(spec);
+    }
+  }
+  if (started.ok()) return;
+  if (RetryableFailure(started.status())) {
+    spdlog::warn("nightly: regression {}: its bisection over {} {}..{} starts later: {}",
+                 regression.id(), kernel.source(), regression.good_commit(),
+                 regression.bad_commit(), started.status().ToString());
+    RetryLater();
+    return;
+  }
+  const std::string note = absl::StrCat("no bisection: ", started.status().message());
+  spdlog::warn("nightly: regression {}: {}", regression.id(), note);
+  if (absl::Status s = store_.SetRegressionNote(regression.id(), note, NowMs()); !s.ok()) {
+    StoreFailed(StoreOp::kWrite,
+                absl::StrCat("regression ", regression.id(), ": noting \"", note, "\""), s);
+  }
+}
+
+absl::StatusOr<v1::GitAnswer> Nightly::ResolveBranchHead(const v1::KernelBranch& kernel,
+                                                         bool fetch) {
+  absl::StatusOr<v1::ListHostsResponse> hosts = controller_.ListHosts();
+  if (!hosts.ok()) return hosts.status();
+  if (absl::Status s = CheckBuilderHas(*hosts, kernel.source(), kernel.config(), "kernel.");
+      !s.ok()) {
+    return s;
+  }
+  v1::GitQuery query;
+  query.set_kind(v1::GitQuery::KIND_BRANCH);
+  query.set_source(kernel.source());
+  query.set_rev(kernel.branch());
+  query.set_fetch(fetch);
+  absl::StatusOr<v1::GitAnswer> answer = controller_.QueryGit(query, kBranchQueryTimeout);
+  if (answer.ok() && answer->resolved().empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("kernel.branch: the builder resolved \"", kernel.branch(), "\" to nothing"));
+  }
+  if (absl::IsInvalidArgument(answer.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("kernel.branch: ", answer.status().message()));
+  }
+  if (!answer.ok()) {
+    // Not UNAVAILABLE: to a client that means the controller itself could not be reached.
+    return absl::FailedPreconditionError(
+        absl::StrCat("kernel.branch: no builder of source ", kernel.source(),
+                     " could answer now (try again): ", answer.status().message()));
+  }
+  return answer;
+}
+
 // --- user API: schedules and history -------------------------------------------------------
 
 absl::StatusOr<v1::Schedule> Nightly::AddSchedule(const std::string& yaml,
                                                   const std::string& source) {
   absl::StatusOr<v1::ScheduleSpec> spec = ParseScheduleSpec(yaml, source);
   if (!spec.ok()) return spec.status();
+  if (spec->has_kernel()) {
+    // A branch the builders do not have would fail every night: refused now, naming it.
+    absl::StatusOr<v1::GitAnswer> head = ResolveBranchHead(spec->kernel(), true);
+    if (!head.ok()) return head.status();
+    spdlog::info("nightly: schedule {}: {} {} is at {} now", spec->name(), spec->kernel().source(),
+                 spec->kernel().branch(), head->resolved());
+  }
   const absl::Time now = options_.clock->Now();
   absl::StatusOr<v1::Schedule> added =
       Counted(StoreOp::kWrite, store_.AddSchedule(*spec, yaml, absl::ToUnixMillis(now)));

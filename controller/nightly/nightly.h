@@ -90,7 +90,10 @@ class Nightly : public core::FleetObserver {
   void Stop();
 
   // --- schedules ---
-  // INVALID_ARGUMENT naming the field (specs.h); ALREADY_EXISTS for a name in use.
+  // INVALID_ARGUMENT naming the field (specs.h); ALREADY_EXISTS for a name in use. A schedule
+  // that follows a kernel branch is checked with a builder: an unknown source or config, a
+  // branch that does not exist are INVALID_ARGUMENT; FAILED_PRECONDITION when no builder can
+  // answer now.
   absl::StatusOr<v1::Schedule> AddSchedule(const std::string& yaml, const std::string& source);
   absl::StatusOr<v1::ListSchedulesResponse> ListSchedules();
   absl::StatusOr<v1::Schedule> PauseSchedule(const std::string& id);
@@ -156,6 +159,14 @@ class Nightly : public core::FleetObserver {
   // tries again.
   void StartRegressionBisect(const v1::Regression& regression, const v1::Schedule& schedule,
                              const std::string& arm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // The same for a schedule that follows a branch: a bisection over the commits between the
+  // last good and the first bad night's.
+  void StartRegressionCommitBisect(const v1::Regression& regression, const v1::Schedule& schedule,
+                                   const std::string& arm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // A builder's answer for the head of `kernel.branch` (fetched first when `fetch`).
+  // INVALID_ARGUMENT naming kernel.source, kernel.config or kernel.branch; FAILED_PRECONDITION
+  // when no builder could answer now.
+  absl::StatusOr<v1::GitAnswer> ResolveBranchHead(const v1::KernelBranch& kernel, bool fetch);
 
   // The run named `name` among the latest runs (a crash or a failed write after submitting it).
   // An error when the runs cannot be listed: then nobody can say it was not submitted.

@@ -49,4 +49,9 @@ inline bool RetryableFailure(const absl::Status& status) {
          absl::IsAborted(status);
 }
 
+// Whether some builder agent has kernel source `source` with build config `config` ("": any).
+// INVALID_ARGUMENT naming `<prefix>source` or `<prefix>config` (and what the builders have).
+absl::Status CheckBuilderHas(const v1::ListHostsResponse& hosts, const std::string& source,
+                             const std::string& config, const std::string& prefix);
+
 }  // namespace tlbfleet::nightly

@@ -43,6 +43,7 @@ struct Provenance {
   std::string arm;  // the arm of the run that measured it
   std::string boot_entry;
   std::string kernel_release;
+  std::string commit;  // kernels built from source: the commit measured
   std::vector<std::string> boot_ids;
   std::string schedule_id;  // "" for a run submitted by hand
 };

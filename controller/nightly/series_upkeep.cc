@@ -23,6 +23,8 @@ struct Values {
   std::map<std::string, std::vector<double>> by_boot;  // boot_id -> values
   std::set<std::string> releases;
   std::set<std::string> entries;
+  std::set<std::string> commits;
+  std::set<std::string> build_ids;
   uint32_t samples = 0;
 };
 
@@ -56,8 +58,21 @@ std::string ArmConfig(const v1::RunSpec& spec, const v1::ArmSpec& arm) {
     parts.push_back(absl::StrCat(name, "=", policy.policy(), ":", policy.max()));
   }
   if (!arm.ceiling().empty()) parts.push_back(absl::StrCat("ceiling=", arm.ceiling()));
+  if (arm.has_kernel()) {
+    if (!arm.kernel().config().empty()) {
+      parts.push_back(absl::StrCat("kernel_config=", arm.kernel().config()));
+    }
+    if (!arm.kernel().revert().empty()) {
+      parts.push_back(absl::StrCat("revert=", arm.kernel().revert()));
+    }
+  }
   std::sort(parts.begin(), parts.end());
   return absl::StrJoin(parts, " ");
+}
+
+std::string KernelSeriesEntry(const v1::KernelRevision& kernel) {
+  return kernel.branch().empty() ? absl::StrCat("kernel:", kernel.source(), "@", kernel.rev())
+                                 : absl::StrCat("kernel:", kernel.source(), "/", kernel.branch());
 }
 
 std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
@@ -73,6 +88,8 @@ std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
     v.by_boot[s.boot_id()].push_back(s.value());
     v.releases.insert(s.kernel_release());
     if (!s.boot_entry().empty()) v.entries.insert(s.boot_entry());
+    if (!s.commit().empty()) v.commits.insert(s.commit());
+    if (!s.build_id().empty()) v.build_ids.insert(s.build_id());
     ++v.samples;
   }
   std::vector<store::NewPoint> out;
@@ -85,7 +102,7 @@ std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
     if (arm == run.spec().arms().end()) continue;
     store::NewPoint p;
     p.key.set_microarch(microarch);
-    p.key.set_boot_entry(arm->boot_entry());
+    p.key.set_boot_entry(arm->has_kernel() ? KernelSeriesEntry(arm->kernel()) : arm->boot_entry());
     p.key.set_benchmark(run.spec().benchmark());
     p.key.set_config(ArmConfig(run.spec(), *arm));
     p.key.set_param(param);
@@ -109,6 +126,9 @@ std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
     for (const auto& [boot, v] : values.by_boot) point.add_boot_ids(boot);
     point.set_schedule_id(schedule_id);
     point.set_samples(values.samples);
+    // One build per arm: more than one would be a mixed point, and says so.
+    point.set_commit(absl::StrJoin(values.commits, ","));
+    point.set_build_id(absl::StrJoin(values.build_ids, ","));
     out.push_back(std::move(p));
   }
   return out;

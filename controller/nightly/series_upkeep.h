@@ -6,6 +6,12 @@
 // series), sweep value and metric. The point is the mean of boot means with its 95 %
 // t-interval (over boot means with two boots or more, else over the one boot's iterations; a
 // single sample gives a zero-width interval) and where it came from.
+//
+// An arm that measures a kernel built from source boots an entry the controller names per run
+// ("kernel-3f9a…"), which would start a new series every night: its host class is the kernel's
+// name instead, "kernel:<source>/<branch>" for a schedule following a branch (every night one
+// series, whatever commit the head was) or "kernel:<source>@<rev>" otherwise, its config
+// gaining "kernel_config=" (and "revert="). The commit and build id are the point's provenance.
 
 #include <string>
 #include <vector>
@@ -17,6 +23,9 @@ namespace tlbfleet::nightly {
 
 // The arm's configuration as a series key part: "ceiling=33 loops=20000 mmap=always".
 std::string ArmConfig(const v1::RunSpec& spec, const v1::ArmSpec& arm);
+
+// The series' host-class part for an arm measuring a kernel built from source.
+std::string KernelSeriesEntry(const v1::KernelRevision& kernel);
 
 // `schedule_id`: the schedule that started the run, or "".
 std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,

@@ -107,6 +107,16 @@ class SimGit {
         if (*p > 0) *a.add_commits() = ToProto(commits[static_cast<size_t>(*p - 1)]);
         return a;
       }
+      case v1::GitQuery::KIND_BRANCH: {
+        auto b = branches.find(q.rev());
+        if (b == branches.end()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("branch \"", q.rev(), "\" does not exist in source linux"));
+        }
+        a.set_resolved(HashAt(b->second));
+        if (b->second > 0) *a.add_commits() = ToProto(commits[static_cast<size_t>(b->second - 1)]);
+        return a;
+      }
       case v1::GitQuery::KIND_RANGE: {
         absl::StatusOr<int> good = resolve(q.good());
         if (!good.ok()) return good.status();
@@ -145,6 +155,7 @@ class SimGit {
   std::vector<SimCommit> commits;
   std::map<std::string, std::string> tags;
   std::set<std::string> revert_conflicts;  // commits whose revert does not apply onto the tip
+  std::map<std::string, int> branches;     // branch -> the position of its head
   double base_value = 10.0;
   bool available = true;  // false: QueryGit is UNAVAILABLE (no builder)
 };

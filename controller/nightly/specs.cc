@@ -64,7 +64,10 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
       return absl::OkStatus();
     }
     if (node.Scalar() == "bisect") {
-      return FieldError(path, "bisect needs its entries: {action: bisect, entries: [...]}");
+      // Over the two nights' commits when the schedule follows a branch; CheckOnRegression
+      // asks for entries otherwise.
+      out->set_action(v1::OnRegression::ACTION_BISECT);
+      return absl::OkStatus();
     }
     return FieldError(path, absl::StrCat("expected alert or bisect, got \"", node.Scalar(), "\""));
   }
@@ -103,10 +106,29 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
   if (out->action() == v1::OnRegression::ACTION_UNSPECIFIED) {
     return FieldError(path + ".action", "required (alert or bisect)");
   }
-  if (out->action() == v1::OnRegression::ACTION_BISECT) {
+  return absl::OkStatus();
+}
+
+// A bisection over boot entries needs them; one over commits (a schedule following a branch)
+// takes its ends from the two nights and must not name entries.
+absl::Status CheckOnRegression(const v1::ScheduleSpec& spec) {
+  const std::string path = "on_regression";
+  const v1::OnRegression* out = &spec.on_regression();
+  if (out->action() != v1::OnRegression::ACTION_BISECT) return absl::OkStatus();
+  if (spec.has_kernel()) {
+    if (out->entries_size() > 0 || !out->good().empty() || !out->bad().empty()) {
+      return FieldError(path + ".entries",
+                        "a schedule that follows a kernel branch bisects between the commits of "
+                        "its two nights: give no entries, good or bad");
+    }
+    return absl::OkStatus();
+  }
+  {
     if (out->entries_size() < 2) {
       return FieldError(path + ".entries",
-                        "a bisection needs at least two boot entries, oldest first");
+                        "a bisection needs at least two boot entries, oldest first "
+                        "({action: bisect, entries: [...]}), or a schedule that follows a kernel "
+                        "branch (kernel: {source, branch})");
     }
     // The ends, when given, are checked as a bisection would check them.
     v1::BisectSpec probe;
@@ -118,6 +140,29 @@ absl::Status ParseOnRegression(const YAML::Node& node, v1::OnRegression* out) {
     absl::StatusOr<bisect::Bisection> b = bisect::Bisection::Start("probe", probe);
     if (!b.ok()) return FieldError(path, std::string(b.status().message()));
   }
+  return absl::OkStatus();
+}
+
+// `kernel: {source: linux, branch: my-branch, config: lab}`.
+absl::Status ParseKernelBranch(const YAML::Node& node, v1::KernelBranch* out) {
+  if (!node.IsMap()) return FieldError("kernel", "expected a map with source, branch and config");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = absl::StrCat("kernel.", key);
+    absl::StatusOr<std::string> text = ScalarText(kv.second, field);
+    if (!text.ok()) return text.status();
+    if (key == "source") {
+      out->set_source(*text);
+    } else if (key == "branch") {
+      out->set_branch(*text);
+    } else if (key == "config") {
+      out->set_config(*text);
+    } else {
+      return UnknownField(field, {"source", "branch", "config"});
+    }
+  }
+  if (out->source().empty()) return FieldError("kernel.source", "required");
+  if (out->branch().empty()) return FieldError("kernel.branch", "required");
   return absl::OkStatus();
 }
 
@@ -358,8 +403,11 @@ absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
         }
       } else if (key == "detect") {
         if (absl::Status s = ParseDetection(kv.second, spec.mutable_detection()); !s.ok()) return s;
+      } else if (key == "kernel") {
+        if (absl::Status s = ParseKernelBranch(kv.second, spec.mutable_kernel()); !s.ok()) return s;
       } else {
-        return UnknownField(key, {"name", "cron", "hosts", "run", "on_regression", "detect"});
+        return UnknownField(key,
+                            {"name", "cron", "hosts", "run", "kernel", "on_regression", "detect"});
       }
     }
     if (spec.name().empty()) return FieldError("name", "required");
@@ -384,8 +432,29 @@ absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
-  // The run is checked as it will be submitted.
-  absl::StatusOr<std::string> probe = ScheduledRunYaml(spec, "probe");
+  if (absl::Status s = CheckOnRegression(spec); !s.ok()) return s;
+  // The run is checked as it will be submitted (a branch's head as a placeholder revision).
+  if (spec.has_kernel()) {
+    absl::StatusOr<v1::RunSpec> as_given = CheckRunYaml(spec.run_yaml());
+    if (!as_given.ok()) return as_given.status();
+    for (int i = 0; i < as_given->arms_size(); ++i) {
+      const v1::ArmSpec& arm = as_given->arms(i);
+      if (arm.has_kernel() || !arm.boot_entry().empty()) {
+        return FieldError(
+            absl::StrCat("run.arms[", i, "].", arm.has_kernel() ? "kernel" : "boot_entry"),
+            "the schedule's kernel (a branch) is what every arm boots");
+      }
+    }
+  }
+  v1::KernelRevision placeholder;
+  if (spec.has_kernel()) {
+    placeholder.set_source(spec.kernel().source());
+    placeholder.set_rev(spec.kernel().branch());
+    placeholder.set_config(spec.kernel().config());
+    placeholder.set_branch(spec.kernel().branch());
+  }
+  absl::StatusOr<std::string> probe =
+      ScheduledRunYaml(spec, "probe", spec.has_kernel() ? &placeholder : nullptr);
   if (!probe.ok()) return probe.status();
   absl::StatusOr<v1::RunSpec> run = CheckRunYaml(*probe);
   if (!run.ok()) return run.status();
@@ -393,11 +462,27 @@ absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml_in,
 }
 
 absl::StatusOr<std::string> ScheduledRunYaml(const v1::ScheduleSpec& spec,
-                                             const std::string& run_name) {
+                                             const std::string& run_name,
+                                             const v1::KernelRevision* kernel) {
   try {
     YAML::Node run = YAML::Load(spec.run_yaml());
     run["name"] = run_name;
     if (!spec.hosts_yaml().empty()) run["hosts"] = YAML::Load(spec.hosts_yaml());
+    if (kernel != nullptr) {
+      YAML::Node arms = run["arms"];
+      if (!arms.IsDefined() || !arms.IsSequence() || arms.size() == 0) {
+        return FieldError("run.arms",
+                          "a schedule that follows a kernel branch needs the run's arms");
+      }
+      for (size_t i = 0; i < arms.size(); ++i) {
+        YAML::Node k;
+        k["source"] = kernel->source();
+        k["rev"] = kernel->rev();
+        if (!kernel->config().empty()) k["config"] = kernel->config();
+        if (!kernel->branch().empty()) k["branch"] = kernel->branch();
+        arms[i]["kernel"] = k;
+      }
+    }
     return Emit(run);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("run: ", e.msg));

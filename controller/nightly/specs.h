@@ -9,8 +9,11 @@
 //   cron: "0 2 * * *"             # UTC
 //   hosts: {labels: {vmlab: "1"}} # optional: replaces the run's hosts
 //   run: {benchmark: ..., ...}    # a run spec, or `preset:` with overrides; `name` optional
+//   kernel: {source: linux, branch: my-branch, config: lab}   # optional: follow a branch; each
+//                                 #   night every arm measures its head, built from source
 //   on_regression: alert          # or bisect, or {action: bisect, entries: [...], good, bad,
-//                                 #   boots_per_round, max_boots_per_step}
+//                                 #   boots_per_round, max_boots_per_step}; with `kernel`,
+//                                 #   `bisect` bisects the commits between the two nights
 //   detect: {test: student-t, max_p: 0.0001, min_segment: 3,   # optional
 //            serial: ar1, drift: {detect: true, opens_regression: false, threshold: 0.02}}
 //
@@ -41,9 +44,11 @@ namespace tlbfleet::nightly {
 
 absl::StatusOr<v1::ScheduleSpec> ParseScheduleSpec(std::string_view yaml, std::string_view source);
 
-// The run spec (YAML) of one slot of `spec`, named `run_name`.
+// The run spec (YAML) of one slot of `spec`, named `run_name`. `kernel`: for a schedule that
+// follows a branch, the night's revision (its head, resolved), given to every arm.
 absl::StatusOr<std::string> ScheduledRunYaml(const v1::ScheduleSpec& spec,
-                                             const std::string& run_name);
+                                             const std::string& run_name,
+                                             const v1::KernelRevision* kernel = nullptr);
 
 // The change-point options a schedule asks for.
 stats::ChangePointOptions DetectorOptions(const v1::ChangeDetection& detection);

@@ -96,10 +96,9 @@ TEST(BootPlanTest, BootEntryErrorsNameTheField) {
               HasSubstr("arms[0].kernel: expected a map with source, rev and config"));
   EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux}}]\n"),
               HasSubstr("arms[0].kernel.rev: required"));
-  EXPECT_THAT(
-      ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: v1, cfg: x}}]\n"),
-      HasSubstr(
-          "arms[0].kernel.cfg: unknown field (expected one of: source, rev, config, revert)"));
+  EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: v1, cfg: x}}]\n"),
+              HasSubstr("arms[0].kernel.cfg: unknown field (expected one of: source, rev, config, "
+                        "revert, branch)"));
   EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: lin ux, rev: v1}}]\n"),
               HasSubstr("arms[0].kernel.source"));
   EXPECT_THAT(ParseError(base + "arms: [{name: a, kernel: {source: linux, rev: '-x'}}]\n"),

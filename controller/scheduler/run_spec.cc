@@ -299,8 +299,10 @@ absl::Status ParseKernelRevision(const YAML::Node& node, const std::string& path
       kernel->set_config(*text);
     } else if (key == "revert") {
       kernel->set_revert(*text);
+    } else if (key == "branch") {
+      kernel->set_branch(*text);  // provenance: the series of a schedule following a branch
     } else {
-      return UnknownField(field, {"source", "rev", "config", "revert"});
+      return UnknownField(field, {"source", "rev", "config", "revert", "branch"});
     }
     return absl::OkStatus();
   });
