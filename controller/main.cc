@@ -220,6 +220,8 @@ int RunDaemon(const DaemonOptions& o) {
   options.reconnect_grace_ms = static_cast<int64_t>(o.reconnect_grace_seconds * 1000);
   options.reboot_return_ms = static_cast<int64_t>(o.reboot_return_seconds * 1000);
   options.artifacts = artifacts->get();
+  // A builder answers in milliseconds; a submit does not wait long for one busy or stuck.
+  options.resolve_at_submit = absl::Seconds(10);
   if (options.heartbeat_ms * 2 > options.lease_ms) {
     return Fail(kExitConfig,
                 absl::StrCat("--heartbeat-seconds ", options.heartbeat_ms / 1000.0,

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "controller/core/agent_hub.h"
 #include "controller/core/observer.h"
@@ -44,6 +45,10 @@ struct ControllerOptions {
   // Where built kernels are kept (docs/kernels.md): runs pin the artifacts of their builds
   // until they end. Not owned. Null: runs with `kernel:` arms are refused.
   artifacts::ArtifactStore* artifacts = nullptr;
+  // A run's `kernel:` revisions are asked of a connected builder at submit, waiting this long
+  // at most, so that one that does not resolve is refused naming it; a builder that cannot
+  // answer in time leaves it to the build. Zero: not asked (the build resolves it).
+  absl::Duration resolve_at_submit = absl::ZeroDuration();
 };
 
 class Controller {

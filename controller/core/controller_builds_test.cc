@@ -462,3 +462,83 @@ TEST_F(ControllerBuildsTest, AHostThatKeepsComingBackOffTheBuildFailsTheRunInste
 
 }  // namespace
 }  // namespace tlbfleet::core
+
+namespace tlbfleet::core {
+namespace {
+
+// With ControllerOptions::resolve_at_submit (the controller binary's default), a revision is
+// asked of a connected builder at submit: one that does not resolve is refused naming the
+// field, with nothing queued; a builder that does not answer in time leaves it to the build.
+class ControllerResolveAtSubmitTest : public ControllerBuildsTest {
+ protected:
+  void SetUp() override {
+    options_.resolve_at_submit = absl::Milliseconds(300);
+    ControllerBuildsTest::SetUp();
+  }
+};
+
+TEST_F(ControllerResolveAtSubmitTest, ARevisionThatDoesNotResolveIsRefusedAtSubmitNamingTheField) {
+  FakeChannel builder;
+  ASSERT_TRUE(agents().Register(&builder, BuilderHello("b1")).ok());
+  FakeChannel tester;
+  ASSERT_TRUE(agents().Register(&tester, TesterHello("t1", "boot-0")).ok());
+  // The builder's answers, from another thread as its stream would give them: the first
+  // revision resolves, the second does not.
+  std::thread answers([&] {
+    for (int answered = 0; answered < 2;) {
+      for (int i = 0; i < 5000 && builder.Count(v1::ControllerMessage::kGitQuery) == answered;
+           ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (builder.Count(v1::ControllerMessage::kGitQuery) == answered) return;
+      const v1::GitQuery q = builder.sent.back().git_query();
+      v1::AgentMessage m;
+      m.mutable_git_answer()->set_query_id(q.query_id());
+      if (q.rev() == "lab-base") {
+        m.mutable_git_answer()->set_resolved(std::string(40, 'a'));
+      } else {
+        m.mutable_git_answer()->set_invalid(true);
+        m.mutable_git_answer()->set_error(
+            absl::StrCat("revision \"", q.rev(), "\" does not resolve in /src/linux"));
+      }
+      agents().OnMessage(&builder, m);
+      ++answered;
+    }
+  });
+  absl::StatusOr<v1::SubmitRunResponse> refused =
+      runs().Submit(Spec("  - {name: base, kernel: {source: linux, rev: lab-base}}\n"
+                         "  - {name: tip, kernel: {source: linux, rev: no-such-tag}}\n"),
+                    "s.yaml");
+  answers.join();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "arms[1].kernel.rev: revision \"no-such-tag\" does not resolve in /src/linux");
+  EXPECT_EQ(runs().ListRuns({})->runs_size(), 0);
+  EXPECT_EQ(builder.Count(v1::ControllerMessage::kBuild), 0);
+
+  // A builder that does not answer within the wait: the run is taken, its build resolves.
+  absl::StatusOr<v1::SubmitRunResponse> taken =
+      runs().Submit(Spec("  - {name: base, kernel: {source: linux, rev: lab-base}}\n"), "s.yaml");
+  ASSERT_TRUE(taken.ok()) << taken.status();
+}
+
+TEST_F(ControllerBuildsTest, ABuildNoHostCanBootIsRefusedNamingTheField) {
+  FakeChannel builder;
+  v1::Hello arm64 = BuilderHello("b1");
+  arm64.mutable_host()->mutable_kernel_sources(0)->set_arch("aarch64");
+  ASSERT_TRUE(agents().Register(&builder, arm64).ok());
+  FakeChannel tester;
+  ASSERT_TRUE(agents().Register(&tester, TesterHello("t1", "boot-0")).ok());
+  absl::StatusOr<v1::SubmitRunResponse> refused =
+      runs().Submit(Spec("  - {name: base, kernel: {source: linux, rev: lab-base}}\n"), "s.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "arms[0].kernel.source: builds of linux are aarch64 and no host that can install "
+            "kernels is (they are x86_64)");
+  EXPECT_EQ(runs().ListRuns({})->runs_size(), 0);
+}
+
+}  // namespace
+}  // namespace tlbfleet::core

@@ -15,7 +15,7 @@ class ControllerImpl final : public Controller {
  public:
   // `store` and `clock` are not owned and must outlive the controller.
   ControllerImpl(store::Store& store, ControllerOptions options, const Clock& clock = Clock::Real())
-      : hub_(store, options, clock), runs_(store, hub_, clock) {}
+      : hub_(store, options, clock), runs_(store, hub_, clock, options.resolve_at_submit) {}
   ~ControllerImpl() override { Stop(); }
 
   RunService& runs() override { return runs_; }

@@ -740,12 +740,17 @@ absl::Status Hub::CheckKernel(v1::KernelRevision& kernel, const std::string& fie
   std::set<std::string> builders;
   std::set<std::string> sources;
   std::set<std::string> configs;
+  std::set<std::string> archs;          // of the builds of kernel.source
+  std::set<std::string> install_archs;  // of the hosts that can install a built kernel
   for (const auto& [id, known] : known_hosts_) {
+    if (known.info.can_install_kernels()) install_archs.insert(known.info.arch());
     for (const v1::KernelSourceInfo& source : known.info.kernel_sources()) {
       builders.insert(known.info.hostname());
       sources.insert(source.name());
-      if (source.name() == kernel.source())
+      if (source.name() == kernel.source()) {
         configs.insert(source.configs().begin(), source.configs().end());
+        archs.insert(source.arch());
+      }
     }
   }
   if (sources.count(kernel.source()) == 0) {
@@ -768,6 +773,20 @@ absl::Status Hub::CheckKernel(v1::KernelRevision& kernel, const std::string& fie
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".config: source ", kernel.source(), " has no build config \"", kernel.config(),
         "\" (it has ", configs.empty() ? std::string("none") : absl::StrJoin(configs, ", "), ")"));
+  }
+  // A build no host can boot would wait for ever: refused, when the hosts that can install
+  // kernels are known and none is of the builds' architecture ("" = not said: not checked).
+  archs.erase("");
+  install_archs.erase("");
+  if (!archs.empty() && !install_archs.empty()) {
+    bool bootable = false;
+    for (const std::string& arch : archs) bootable = bootable || install_archs.count(arch) > 0;
+    if (!bootable) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".source: builds of ", kernel.source(), " are ", absl::StrJoin(archs, ", "),
+          " and no host that can install kernels is (they are ", absl::StrJoin(install_archs, ", "),
+          ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -45,8 +45,29 @@ absl::Status RunServiceImpl::PrepareKernelArms(v1::RunSpec& spec) {
   for (int i = 0; i < spec.arms_size(); ++i) {
     v1::ArmSpec& arm = *spec.mutable_arms(i);
     if (!arm.has_kernel()) continue;
-    TLB_RETURN_IF_ERROR(
-        fleet_.CheckKernel(*arm.mutable_kernel(), absl::StrCat("arms[", i, "].kernel")));
+    const std::string field = absl::StrCat("arms[", i, "].kernel");
+    TLB_RETURN_IF_ERROR(fleet_.CheckKernel(*arm.mutable_kernel(), field));
+    // A revision that does not resolve is the user's mistake: refused now, naming it, when a
+    // builder can say so. One that cannot answer now is no reason to refuse the run: the
+    // build resolves the revision, and fails the run naming it if it does not.
+    if (resolve_at_submit_ > absl::ZeroDuration()) {
+      v1::GitQuery resolve;
+      resolve.set_kind(v1::GitQuery::KIND_RESOLVE);
+      resolve.set_source(arm.kernel().source());
+      resolve.set_rev(arm.kernel().rev());
+      absl::StatusOr<v1::GitAnswer> answer = fleet_.QueryGit(resolve, resolve_at_submit_);
+      if (absl::IsInvalidArgument(answer.status())) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".rev: ", answer.status().message()));
+      }
+      if (answer.ok() && !arm.kernel().revert().empty()) {
+        resolve.set_rev(arm.kernel().revert());
+        answer = fleet_.QueryGit(resolve, resolve_at_submit_);
+        if (absl::IsInvalidArgument(answer.status())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field, ".revert: ", answer.status().message()));
+        }
+      }
+    }
     std::string id(6, '\0');
     absl::BitGen gen;
     for (char& c : id) c = static_cast<char>(absl::Uniform<uint8_t>(gen));

@@ -15,8 +15,10 @@ namespace tlbfleet::core {
 class RunServiceImpl final : public RunService {
  public:
   // None of the arguments is owned; all must outlive the service.
-  RunServiceImpl(store::Store& store, FleetState& fleet, const Clock& clock)
-      : store_(store), fleet_(fleet), clock_(clock) {}
+  // `resolve_at_submit`: ControllerOptions::resolve_at_submit.
+  RunServiceImpl(store::Store& store, FleetState& fleet, const Clock& clock,
+                 absl::Duration resolve_at_submit = absl::ZeroDuration())
+      : store_(store), fleet_(fleet), clock_(clock), resolve_at_submit_(resolve_at_submit) {}
 
   absl::StatusOr<v1::SubmitRunResponse> Submit(const std::string& spec_yaml,
                                                const std::string& source) override;
@@ -43,6 +45,7 @@ class RunServiceImpl final : public RunService {
 
   store::Store& store_;
   FleetState& fleet_;
+  const absl::Duration resolve_at_submit_;
   const Clock& clock_;
 };
 
