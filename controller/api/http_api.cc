@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "controller/api/credentials.h"
+#include "controller/api/http_export.h"
 #include "controller/api/http_json.h"
 #include "controller/api/router.h"
 #include "controller/api/run_event_streams.h"
@@ -170,6 +171,10 @@ void HttpApi::Register(Router& router) {
       },
       Pool::kSlow);
   router.Add(verb::get, "/api/v1/runs/{run_id}/compare", Rpc(&FleetApi::Compare), Pool::kSlow);
+  // A finished run as mmtests, LKP or Bencher read it (api/http_export.h, docs/formats.md).
+  router.Add(
+      verb::get, "/api/v1/runs/{run_id}/export/{format}",
+      [this](HttpRequest& r) { return ExportRunOverHttp(fleet_, CallerFor(r), r); }, Pool::kSlow);
   router.Add(verb::get, "/api/v1/workloads", Rpc(&FleetApi::ListWorkloads));
   router.Add(verb::get, "/api/v1/builds/{task_id}/log", Rpc(&FleetApi::GetBuildLog));
   router.Add(verb::post, "/api/v1/login", [this](HttpRequest& r) { return Login(r); });
