@@ -15,6 +15,7 @@
 #include "controller/cli/exit_codes.h"
 #include "controller/cli/export_command.h"
 #include "controller/cli/fleet_client.h"
+#include "controller/cli/import_lkp.h"
 #include "controller/cli/import_mmtests.h"
 #include "controller/cli/nightly_commands.h"
 
@@ -200,6 +201,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   import_mmtests->add_option("CONFIG", mmtests_config, "mmtests config file, or - for stdin")
       ->required();
 
+  std::string lkp_job;
+  CLI::App* import_lkp = app.add_subcommand(
+      "import-lkp", "print run specs (YAML) for an LKP job file (lkp-tests jobs/*.yaml)");
+  import_lkp->add_option("JOB", lkp_job, "LKP job file, or - for stdin")->required();
+
   ChangepointsCommand changepoints(app);
   NightlyCommands nightly(app);
   CeilingsCommand ceilings(app);
@@ -213,6 +219,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   }
 
   if (import_mmtests->parsed()) return ImportMmtestsCommand(mmtests_config, out, err);
+  if (import_lkp->parsed()) return ImportLkpCommand(lkp_job, out, err);
   if (changepoints.parsed()) return changepoints.Run(out, err);
 
   FleetClientOptions options;
