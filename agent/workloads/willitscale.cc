@@ -335,8 +335,9 @@ absl::StatusOr<Result> RunOnce(const Options& options) {
 
 namespace {
 
-using catalogue::willitscale::kOpsPerSec;
-using catalogue::willitscale::kOpsPerSecPerTask;
+// Qualified, not `using`: pipetest.cc declares its own kOpsPerSec in this namespace, and a
+// unity build puts both files in one translation unit.
+namespace wis_catalogue = catalogue::willitscale;
 
 class WillItScale : public Workload {
  public:
@@ -347,12 +348,13 @@ class WillItScale : public Workload {
         willitscale::RunOnce(willitscale::OptionsFromParams(params));
     if (!r.ok()) return r.status();
     std::vector<Measurement> out = {
-        Measure(kOpsPerSec, r->ops_per_sec),
-        Measure(kOpsPerSecPerTask,
+        Measure(wis_catalogue::kOpsPerSec, r->ops_per_sec),
+        Measure(wis_catalogue::kOpsPerSecPerTask,
                 r->ops_per_sec / static_cast<double>(r->task_ops_per_sec.size())),
     };
     for (size_t i = 0; i < r->task_ops_per_sec.size(); ++i) {
-      out.push_back(Measure(kOpsPerSec, r->task_ops_per_sec[i], absl::StrCat("task", i)));
+      out.push_back(
+          Measure(wis_catalogue::kOpsPerSec, r->task_ops_per_sec[i], absl::StrCat("task", i)));
     }
     return out;
   }
@@ -363,7 +365,8 @@ class WillItScale : public Workload {
     // per-second lines in between are not kept.
     return absl::StrCat(
         "testcase:", std::string(catalogue::willitscale::TestDescription(params.Str("test"))),
-        "\naverage:", static_cast<uint64_t>(FindValue(result, kOpsPerSec.name)), "\n");
+        "\naverage:", static_cast<uint64_t>(FindValue(result, wis_catalogue::kOpsPerSec.name)),
+        "\n");
   }
 };
 
