@@ -19,6 +19,7 @@ packages=(
   util-linux procps
   qemu-system-x86 busybox-static cpio xz-utils zstd gzip binutils
   bc flex bison libelf-dev ccache linux-source-6.1  # the vm lab's own kernels (lab source, lab kernel)
+  debootstrap lintian  # tests/package: a clean Debian 12 root for the .debs, and their lint
   chromium  # the dashboard's browser tests (Playwright drives it headless; no browser download)
 )
 
