@@ -536,6 +536,26 @@ CREATE TABLE build_log (
   PRIMARY KEY (build, seq)
 ) WITHOUT ROWID;
 )sql"},
+      {17, "runs imported from mmtests and LKP result directories (controller/store/imports.h)",
+       R"sql(
+-- One row per imported run: the digest of the files it was made of, so that importing the same
+-- directory again finds the run instead of storing it twice.
+CREATE TABLE imported_runs (
+  run_id      INTEGER PRIMARY KEY REFERENCES runs(id),
+  digest      TEXT NOT NULL UNIQUE,
+  format      TEXT NOT NULL,
+  source      TEXT NOT NULL,
+  imported_ms INTEGER NOT NULL
+);
+-- What an imported sample's files said of the machine and the kernel build, which a measured
+-- sample takes from its agent's host row and the run's builds instead.
+CREATE TABLE imported_sources (
+  source_id  INTEGER PRIMARY KEY REFERENCES sample_sources(id),
+  machine_id TEXT NOT NULL,
+  commit_hash TEXT NOT NULL,
+  build_id   TEXT NOT NULL
+);
+)sql"},
   };
   return kMigrations;
 }

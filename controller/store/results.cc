@@ -1,6 +1,7 @@
 #include "controller/store/results.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <unordered_map>
 
@@ -292,7 +293,7 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
       db.Prepare("SELECT job_id, lease_id, seq, arm, param_name, param_value, iteration,"
                  " metric, series, value, unit, better, host, agent_id, boot_id,"
                  " kernel_release, kernel_cmdline, microarch, ceiling_applied, ceiling,"
-                 " ceiling_observed, peer_host, boot_entry"
+                 " ceiling_observed, peer_host, boot_entry, source_id"
                  " FROM samples WHERE run_id = ?1 ORDER BY job_id, seq"));
   stmt.Bind(1, run_id);
   // Each job's slot and whether it still counts, and each agent's machine, read once per run
@@ -336,6 +337,21 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
     if (!row) break;
     build_of_entry[builds_q.Text(0)] = {builds_q.Text(1), builds_q.Text(2)};
   }
+  // An imported run's machine and build, as its files named them (imports.h): it has no host
+  // row nor builds to take them from.
+  std::unordered_map<int64_t, std::array<std::string, 3>> imported_of_source;
+  TLB_ASSIGN_OR_RETURN(
+      Statement imported_q,
+      db.Prepare("SELECT i.source_id, i.machine_id, i.commit_hash, i.build_id"
+                 " FROM imported_sources i JOIN sample_sources src ON src.id = i.source_id"
+                 " WHERE src.run_id = ?1"));
+  imported_q.Bind(1, run_id);
+  for (;;) {
+    TLB_ASSIGN_OR_RETURN(bool row, imported_q.Step());
+    if (!row) break;
+    imported_of_source[imported_q.Int(0)] = {imported_q.Text(1), imported_q.Text(2),
+                                             imported_q.Text(3)};
+  }
   std::vector<v1::Sample> out;
   out.reserve(run.samples());
   for (;;) {
@@ -377,6 +393,13 @@ absl::StatusOr<std::vector<v1::Sample>> Samples(Database& db, int64_t run_id) {
       if (auto b = build_of_entry.find(sm.boot_entry()); b != build_of_entry.end()) {
         sm.set_commit(b->second.first);
         sm.set_build_id(b->second.second);
+      }
+    }
+    if (!imported_of_source.empty()) {
+      if (auto i = imported_of_source.find(stmt.Int(23)); i != imported_of_source.end()) {
+        sm.set_machine_id(i->second[0]);
+        sm.set_commit(i->second[1]);
+        sm.set_build_id(i->second[2]);
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "controller/store/builds.h"
 #include "controller/store/dispatch.h"
 #include "controller/store/events.h"
+#include "controller/store/imports.h"
 #include "controller/store/internal.h"
 #include "controller/store/migrations.h"
 #include "controller/store/results.h"
@@ -392,6 +393,14 @@ void Store::CompleteJobAsync(std::string agent_id, v1::JobComplete complete, int
 absl::StatusOr<std::vector<v1::Sample>> Store::GetSamples(const std::string& run_id) {
   TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
   return readers_.Read([id](Database& db) { return results::Samples(db, id); });
+}
+
+absl::StatusOr<ImportedRunResult> Store::ImportRun(const ImportedRunRecord& record,
+                                                   int64_t now_ms) {
+  return WriteSync<ImportedRunResult>(
+      [&](Database& db, EventBatch& events) -> absl::StatusOr<ImportedRunResult> {
+        return imports::Insert(db, events, record, now_ms);
+      });
 }
 
 // --- adaptive runs ------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 //   agents.h    hosts, what a returning agent holds, reboot requests
 //   results.h   samples and completions
 //   events.h    run events (what happened to a run, with its counts after it)
+//   imports.h   runs imported from mmtests and LKP result directories
 //
 // Writes go through one writer (writer.h): a thread applies them in submission order, many per
 // transaction (one fsync for all), each in a savepoint of its own, and every write method is
@@ -250,6 +251,27 @@ struct StoreCounts {
   uint64_t hosts = 0;  // every agent that ever registered
 };
 
+// A finished run made of another tool's results (Store::ImportRun).
+struct ImportedRunRecord {
+  v1::RunSpec spec;
+  std::string spec_yaml;  // what GetRun shows as the spec the user wrote: how it was imported
+  // job_id numbers the import's jobs (one per arm, boot, sweep value and iteration); each
+  // becomes a succeeded job of the run. Every sample of one job_id shares its provenance.
+  std::vector<v1::Sample> samples;
+  int64_t created_ms = 0;   // 0: unknown (stored as 0)
+  int64_t finished_ms = 0;  // 0: unknown (stored as created_ms)
+  bool failed = false;      // the other tool recorded a failed test: the run is failed
+  std::string digest;       // of the files the run was made of; one run per digest
+  std::string format;       // "mmtests", "lkp"
+  std::string source;       // where the files came from (the directory named), for people
+};
+
+struct ImportedRunResult {
+  std::string run_id;
+  bool already_imported = false;  // a run with this digest existed: run_id is it, nothing stored
+  uint64_t samples = 0;           // stored now
+};
+
 template <typename T>
 using StoreCallback = std::function<void(absl::StatusOr<T>)>;
 
@@ -379,6 +401,11 @@ class Store {
                         int max_attempts, std::shared_ptr<WriteChain> chain,
                         StoreCallback<CompletionResult> done);
   absl::StatusOr<std::vector<v1::Sample>> GetSamples(const std::string& run_id);
+  // Stores an imported run, finished, with its jobs (succeeded) and samples, in one
+  // transaction: a failure stores nothing. A run of the same digest already stored is returned
+  // as it is (already_imported). INVALID_ARGUMENT naming the field for an empty digest or a
+  // sample without a job number.
+  absl::StatusOr<ImportedRunResult> ImportRun(const ImportedRunRecord& record, int64_t now_ms);
 
   // --- adaptive runs (docs/statistics.md#adaptive-runs) ---
   // Adaptive runs whose every job succeeded (and, for a deferred run, every slot was
