@@ -39,6 +39,26 @@ absl::StatusOr<v1::Run> FleetApi::CancelRun(const Caller& caller,
   return run;
 }
 
+absl::StatusOr<v1::ImportResultsResponse> FleetApi::ImportResults(
+    const Caller& caller, const v1::ImportResultsRequest& request) {
+  absl::Status allowed = Require(caller, v1::ROLE_OPERATOR, "ImportResults");
+  if (!allowed.ok()) {
+    audit_.Record(caller, "ImportResults", "", allowed);
+    return allowed;
+  }
+  absl::StatusOr<v1::ImportResultsResponse> response = facade_.ImportResults(request);
+  audit_.Record(caller, "ImportResults", response.ok() ? response->run_id() : "", response.status(),
+                response.ok() ? absl::StrCat(request.format(), " ", request.source(),
+                                             response->already_imported() ? " (already)" : "")
+                              : "");
+  if (response.ok() && !response->already_imported()) {
+    spdlog::info("run={} imported from {} results {} by {} ({}), {} samples", response->run_id(),
+                 request.format(), request.source(), caller.name, caller.source,
+                 response->samples());
+  }
+  return response;
+}
+
 absl::StatusOr<v1::Run> FleetApi::GetRun(const Caller& caller, const v1::GetRunRequest& request) {
   TLB_RETURN_IF_ERROR(Require(caller, v1::ROLE_VIEWER, "GetRun"));
   return facade_.GetRun(request.run_id());

@@ -24,6 +24,8 @@ class FleetApi {
   absl::StatusOr<v1::SubmitRunResponse> SubmitRun(const Caller& caller,
                                                   const v1::SubmitRunRequest& request);
   absl::StatusOr<v1::Run> CancelRun(const Caller& caller, const v1::CancelRunRequest& request);
+  absl::StatusOr<v1::ImportResultsResponse> ImportResults(const Caller& caller,
+                                                          const v1::ImportResultsRequest& request);
   // Reading: viewer.
   absl::StatusOr<v1::Run> GetRun(const Caller& caller, const v1::GetRunRequest& request);
   absl::StatusOr<v1::ListRunsResponse> ListRuns(const Caller& caller,

@@ -177,6 +177,7 @@ TLB_FLEET_METHOD(GetResults, GetResultsRequest, GetResultsResponse)
 TLB_FLEET_METHOD(Compare, CompareRequest, CompareResponse)
 TLB_FLEET_METHOD(ListWorkloads, ListWorkloadsRequest, ListWorkloadsResponse)
 TLB_FLEET_METHOD(GetBuildLog, GetBuildLogRequest, GetBuildLogResponse)
+TLB_FLEET_METHOD(ImportResults, ImportResultsRequest, ImportResultsResponse)
 
 #undef TLB_FLEET_METHOD
 

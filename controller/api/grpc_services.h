@@ -93,6 +93,9 @@ class FleetServiceImpl final : public v1::FleetService::CallbackService {
   grpc::ServerUnaryReactor* GetBuildLog(grpc::CallbackServerContext* context,
                                         const v1::GetBuildLogRequest* request,
                                         v1::GetBuildLogResponse* response) override;
+  grpc::ServerUnaryReactor* ImportResults(grpc::CallbackServerContext* context,
+                                          const v1::ImportResultsRequest* request,
+                                          v1::ImportResultsResponse* response) override;
 
  private:
   FleetApi& api_;

@@ -17,6 +17,7 @@
 #include "controller/cli/fleet_client.h"
 #include "controller/cli/import_lkp.h"
 #include "controller/cli/import_mmtests.h"
+#include "controller/cli/import_results_command.h"
 #include "controller/cli/nightly_commands.h"
 
 namespace tlbfleet::cli {
@@ -210,6 +211,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   NightlyCommands nightly(app);
   CeilingsCommand ceilings(app);
   ExportCommand export_command(app);
+  ImportResultsCommand import_results(app);
 
   try {
     app.parse(argc, argv);
@@ -239,6 +241,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   options.tls.server_name = tls_server_name;
   if (nightly.parsed()) return nightly.Run(options, out, err);
   if (export_command.parsed()) return export_command.Run(options, out, err);
+  if (import_results.parsed()) return import_results.Run(options, out, err);
   absl::StatusOr<std::unique_ptr<FleetClient>> client = FleetClient::Create(options);
   if (!client.ok()) {
     err << "tlbfleet: " << client.status().message() << "\n";

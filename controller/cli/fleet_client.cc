@@ -97,6 +97,11 @@ grpc::Status FleetClient::GetBuildLog(int64_t task_id, v1::GetBuildLogResponse* 
   return Call(&v1::FleetService::Stub::GetBuildLog, request, response);
 }
 
+grpc::Status FleetClient::ImportResults(const v1::ImportResultsRequest& request,
+                                        v1::ImportResultsResponse* response) {
+  return Call(&v1::FleetService::Stub::ImportResults, request, response);
+}
+
 grpc::Status FleetClient::Compare(const v1::CompareRequest& request,
                                   v1::CompareResponse* response) {
   return Call(&v1::FleetService::Stub::Compare, request, response);

@@ -52,6 +52,8 @@ class FleetClient {
   grpc::Status ListHosts(tlbfleet::v1::ListHostsResponse* response);
   grpc::Status GetResults(const std::string& run_id, tlbfleet::v1::GetResultsResponse* response);
   grpc::Status GetBuildLog(int64_t task_id, tlbfleet::v1::GetBuildLogResponse* response);
+  grpc::Status ImportResults(const tlbfleet::v1::ImportResultsRequest& request,
+                             tlbfleet::v1::ImportResultsResponse* response);
   grpc::Status Compare(const tlbfleet::v1::CompareRequest& request,
                        tlbfleet::v1::CompareResponse* response);
 

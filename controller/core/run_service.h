@@ -82,6 +82,15 @@ class RunService {
   virtual absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(int64_t task_id) = 0;
   // Gauges, read at scrape time.
   virtual absl::StatusOr<FleetSnapshot> Snapshot() = 0;
+  // Another tool's result directory (mmtests, LKP) stored as a finished run in one transaction
+  // (report/import_results.h, Store::ImportRun); the same files again answer the run they are.
+  // INVALID_ARGUMENT naming the file (and line) for what does not parse. Not every service
+  // stores runs: UNIMPLEMENTED unless overridden.
+  virtual absl::StatusOr<v1::ImportResultsResponse> ImportResults(
+      const v1::ImportResultsRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("ImportResults: this service does not store runs");
+  }
 
   // Compare(request) of `run_id` against `baseline` ("" = the first arm), default options.
   absl::StatusOr<v1::CompareResponse> Compare(const std::string& run_id,

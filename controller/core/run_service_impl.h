@@ -35,6 +35,8 @@ class RunServiceImpl final : public RunService {
                                                            uint32_t limit) override;
   absl::StatusOr<FleetSnapshot> Snapshot() override;
   absl::StatusOr<v1::GetBuildLogResponse> GetBuildLog(int64_t task_id) override;
+  absl::StatusOr<v1::ImportResultsResponse> ImportResults(
+      const v1::ImportResultsRequest& request) override;
   absl::StatusOr<v1::GitAnswer> QueryGit(v1::GitQuery query, absl::Duration timeout) override {
     return fleet_.QueryGit(std::move(query), timeout);
   }
