@@ -542,3 +542,37 @@ TEST_F(ControllerBuildsTest, ABuildNoHostCanBootIsRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace tlbfleet::core
+
+namespace tlbfleet::core {
+namespace {
+
+// A builder told to stop a build (its commit was built before) is busy until it says that
+// build ended: the run's next build waits for that, instead of being refused "busy" three
+// times and failing the run (found by the lab's commit bisection).
+TEST_F(ControllerBuildsTest, AStoppedBuildKeepsItsBuilderBusyUntilItSaysItEnded) {
+  FakeChannel builder;
+  ASSERT_TRUE(agents().Register(&builder, BuilderHello("b1")).ok());
+  Submit(Spec("  - {name: base, kernel: {source: linux, rev: v1}}\n"));
+  const artifacts::TestArtifact a = Publish("build-v1");
+  const int64_t first = LastBuild(builder)->task_id();
+  Progress(builder, first, a.manifest.commit);
+  Succeed(builder, first, a);
+  // v1 again (built before) and v2 (new): one builder.
+  Submit(
+      Spec("  - {name: old, kernel: {source: linux, rev: v1}}\n"
+           "  - {name: new, kernel: {source: linux, rev: v2}}\n"));
+  ASSERT_EQ(builder.Count(v1::ControllerMessage::kBuild), 2);
+  const int64_t reused = LastBuild(builder)->task_id();
+  Progress(builder, reused, a.manifest.commit);
+  ASSERT_EQ(builder.Count(v1::ControllerMessage::kCancelBuild), 1);
+  // Still stopping: v2's build is not sent yet.
+  controller_->Tick();
+  EXPECT_EQ(builder.Count(v1::ControllerMessage::kBuild), 2);
+  Fail(builder, reused, v1::BUILD_STATUS_CANCELLED, "cancelled by the controller");
+  controller_->Tick();
+  ASSERT_EQ(builder.Count(v1::ControllerMessage::kBuild), 3);
+  EXPECT_EQ(LastBuild(builder)->rev(), "v2");
+}
+
+}  // namespace
+}  // namespace tlbfleet::core

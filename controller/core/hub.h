@@ -198,6 +198,9 @@ class Hub final : public AgentHub, public FleetState {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleBuildCompleteLocked(Session& session, const v1::BuildComplete& complete)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the builder to stop `task_id`; it counts as busy until its BuildComplete for it.
+  void StopBuildLocked(Session& session, int64_t task_id, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnBuildDoneLocked(Session& session, const v1::KernelBuild& build, const std::string& run_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseBuildsOfLocked(const Session& session, const std::string& reason)

@@ -33,7 +33,8 @@ void Hub::DispatchBuildsLocked() {
   bool taken = false;
   for (auto& [id, s] : sessions_) {
     Session* session = &s;
-    if (session->broken || session->build_task != 0 || session->host.kernel_sources().empty()) {
+    if (session->broken || session->build_task != 0 || session->stopping_build != 0 ||
+        session->host.kernel_sources().empty()) {
       continue;
     }
     any_builder = true;
@@ -79,8 +80,7 @@ void Hub::HandleBuildProgressLocked(Session& session, const v1::BuildProgress& p
   }
   if (!result->accepted) {
     // Not this agent's build any more (given back, its run ended): it stops building it.
-    session.channel->Send(CancelBuildMessage(progress.task_id(), "this build is not yours"));
-    if (session.build_task == progress.task_id()) session.build_task = 0;
+    StopBuildLocked(session, progress.task_id(), "this build is not yours");
     return;
   }
   if (!progress.commit().empty()) {
@@ -98,8 +98,8 @@ void Hub::HandleBuildProgressLocked(Session& session, const v1::BuildProgress& p
   if (!reused.ok() || !reused->accepted) return;
   spdlog::info("build {}: commit {} was built by build {} (artifact {}); not built again",
                progress.task_id(), progress.commit(), from.task_id(), from.artifact_id());
-  session.channel->Send(CancelBuildMessage(
-      progress.task_id(), absl::StrCat("built already by build ", from.task_id())));
+  StopBuildLocked(session, progress.task_id(),
+                  absl::StrCat("built already by build ", from.task_id()));
   OnBuildDoneLocked(session, reused->build, std::to_string(result->run_id));
 }
 
@@ -114,12 +114,23 @@ void Hub::HandleBuildCompleteLocked(Session& session, const v1::BuildComplete& c
   }
   const std::string run_id = session.build_task == complete.task_id() ? session.build_run_id : "";
   if (session.build_task == complete.task_id()) session.build_task = 0;
+  if (session.stopping_build == complete.task_id()) session.stopping_build = 0;
   builds_maybe_queued_ = true;  // this builder is free again
   if (!result->accepted) return;
   const v1::KernelBuild& b = result->build;
   spdlog::info("build {} on host={}: {}{}", b.task_id(), session.host.hostname(), b.state(),
                b.reason().empty() ? "" : absl::StrCat(" (", b.reason(), ")"));
   OnBuildDoneLocked(session, b, run_id);
+}
+
+void Hub::StopBuildLocked(Session& session, int64_t task_id, const std::string& reason) {
+  session.channel->Send(CancelBuildMessage(task_id, reason));
+  if (session.build_task == task_id) session.build_task = 0;
+  // Busy until it says the build ended: a build sent before would be refused as "busy".
+  if (session.stopping_build != task_id) {
+    session.stopping_build = task_id;
+    session.stopping_since_ms = Now();
+  }
 }
 
 void Hub::OnBuildDoneLocked(Session& session, const v1::KernelBuild& build,
@@ -215,8 +226,17 @@ void Hub::CheckBuildsLocked() {
     if ((*build)->state() == "cancelled") {
       spdlog::info("build {}: its run {} ended; telling host={} to stop", session->build_task,
                    session->build_run_id, session->host.hostname());
-      session->channel->Send(CancelBuildMessage(session->build_task, (*build)->reason()));
-      session->build_task = 0;
+      StopBuildLocked(*session, session->build_task, (*build)->reason());
+    }
+  }
+  // A builder that never says its stopped build ended (a lost message) is not kept busy for
+  // ever: after a minute it is offered builds again (at worst it refuses one as busy, which
+  // counts as a host failure and is retried).
+  for (auto& [id, s] : sessions_) {
+    if (s.stopping_build != 0 && Now() - s.stopping_since_ms > 60'000) {
+      spdlog::warn("agent={}: build {} was told to stop a minute ago and never said it ended",
+                   s.agent_id, s.stopping_build);
+      s.stopping_build = 0;
       builds_maybe_queued_ = true;
     }
   }

@@ -43,6 +43,11 @@ struct Session {
   // The kernel build this builder agent runs (store/builds.h; 0 = none), and its run.
   int64_t build_task = 0;
   std::string build_run_id;
+  // A build this builder was told to stop (CancelBuild) that it has not yet said ended: until
+  // it does (its BuildComplete, CANCELLED or otherwise) it is still busy with it and would
+  // refuse another ("busy: building task N"). 0 = none.
+  int64_t stopping_build = 0;
+  int64_t stopping_since_ms = 0;
   // The stream's writes, in order: one that fails stops the later ones (store/writer.h).
   std::shared_ptr<store::WriteChain> chain = std::make_shared<store::WriteChain>();
 };

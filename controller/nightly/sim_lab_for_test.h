@@ -344,7 +344,12 @@ class SimLab {
       progress.mutable_build_progress()->set_author(git->commits[*position - 1].author);
     }
     controller_->OnMessage(channel_.get(), progress);
-    if (channel_->BuildCancelled(task.task_id())) return;  // built before: its artifact serves
+    if (channel_->BuildCancelled(task.task_id())) {
+      // Built before: its artifact serves. A builder says a stopped build ended, as the agent's
+      // build runner does; until then the controller keeps it busy.
+      complete(v1::BUILD_STATUS_CANCELLED, "cancelled by the controller");
+      return;
+    }
     if (*position > 0 && !git->commits[*position - 1].unbuildable.empty()) {
       complete(v1::BUILD_STATUS_FAILED, git->commits[*position - 1].unbuildable);
       return;
