@@ -9,6 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "common/token_file.h"
 #include "common/version.h"
+#include "controller/cli/adaptive_command.h"
 #include "controller/cli/ceilings_command.h"
 #include "controller/cli/changepoints_command.h"
 #include "controller/cli/commands.h"
@@ -208,6 +209,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   import_lkp->add_option("JOB", lkp_job, "LKP job file, or - for stdin")->required();
 
   ChangepointsCommand changepoints(app);
+  AdaptiveCommand adaptive(app);
   NightlyCommands nightly(app);
   CeilingsCommand ceilings(app);
   ExportCommand export_command(app);
@@ -223,6 +225,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (import_mmtests->parsed()) return ImportMmtestsCommand(mmtests_config, out, err);
   if (import_lkp->parsed()) return ImportLkpCommand(lkp_job, out, err);
   if (changepoints.parsed()) return changepoints.Run(out, err);
+  if (adaptive.parsed()) return adaptive.Run(out, err);
 
   FleetClientOptions options;
   options.address = controller;

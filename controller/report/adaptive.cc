@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/math/distributions/chi_squared.hpp"
+#include "controller/report/sequential.h"
 
 namespace tlbfleet::report {
 
@@ -111,7 +112,12 @@ std::vector<Row> RowsOf(const std::vector<std::string>& metrics, const Compariso
 
 AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
                                 const std::vector<std::string>& metrics,
-                                const Comparison& comparison, const AdaptivePlan& plan) {
+                                const Comparison& comparison, const AdaptivePlan& plan,
+                                const std::vector<RowOutcome>* earlier) {
+  if (adaptive.stop() == v1::AdaptiveSpec::STOP_VERDICT) {
+    return DecideSequential(adaptive, metrics, comparison, plan,
+                            earlier != nullptr ? *earlier : std::vector<RowOutcome>{});
+  }
   AdaptiveDecision d;
   const double target = adaptive.target_ci();
   const bool several_boots = adaptive.boots().max() >= 2 || plan.boots >= 2;

@@ -5,7 +5,10 @@
 // a decision out. The controller's adaptive driver calls it and applies the decision
 // (store::ExtendRun / FinishAdaptiveRun). See docs/statistics.md#adaptive-runs.
 //
-// Stopping is on precision only, never on the verdict: a row is settled when its ratio's
+// stop: precision (the default) is described here; stop: verdict (sequentially valid
+// verdicts with alpha spending) is controller/report/sequential.h.
+//
+// Stopping on precision never stops on the verdict: a row is settled when its ratio's
 // interval (the verdict's t interval, stats/ratio_interval.h) is within target_ci with 80 %
 // confidence (kStopConfidence) and it has enough units — at least 2 boots per arm when the
 // run has or may have several boots (the interval must include boot-to-boot variance), else
@@ -29,6 +32,7 @@
 // capped by the maximum.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,30 @@ struct AdaptivePlan {
   uint32_t boots = 1;
 };
 
+// One row's sequential verdict (stop: verdict only; docs/statistics.md#sequential-verdicts).
+// A row decided at one look keeps its verdict at every later look: pass the previous
+// decision's rows back in (DecideAdaptive's `earlier`), which is what lets a caller stop
+// measuring that row (per-row stopping) while the others go on.
+struct RowOutcome {
+  std::string metric;
+  std::string param_name;
+  std::string param_value;
+  std::string arm;
+  std::string label;  // "ops_per_sec threads=4, arm fast"
+  // better/worse/same once decided; kUnknown while open (or never decided by the maximum).
+  Verdict verdict = Verdict::kUnknown;
+  bool decided = false;
+  // What the row had used at its decision (or at this look while open): per arm.
+  size_t base_boots = 0, arm_boots = 0;
+  size_t base_samples = 0, arm_samples = 0;
+  std::optional<double> ratio;  // the estimate then (see docs: conditionally biased)
+  std::optional<double> p, same_p;
+  // This look's information fraction and the row's level for it (Bonferroni share of the
+  // spending function's increment); 0 when the row could not be tested at this look.
+  double information = 0;
+  double look_alpha = 0;
+};
+
 struct AdaptiveDecision {
   enum class Action { kStop, kAddIterations, kAddBoot };
   Action action = Action::kStop;
@@ -49,6 +77,8 @@ struct AdaptiveDecision {
   // (what later boots get too).
   uint32_t iterations_per_boot = 0;
   std::string reason;  // one sentence for people, stored with the run
+  // stop: verdict: every row's state at this look (empty in stop: precision).
+  std::vector<RowOutcome> rows;
 };
 
 // A row needs this many iterations per arm to settle in a one-boot run (from fewer, a
@@ -60,8 +90,12 @@ inline constexpr size_t kMinBootsToSettle = 2;
 inline constexpr double kStopConfidence = 0.8;
 
 // `metrics` are the judged metrics (AdaptiveSpec.metrics, or the workload's primary one).
+// adaptive.stop() == STOP_VERDICT: the sequential rule (controller/report/sequential.h),
+// with `earlier` the previous look's rows (nullptr or empty at the first look; a stateless
+// caller may always pass nullptr: the error rate holds, rows are only re-tested).
 AdaptiveDecision DecideAdaptive(const v1::AdaptiveSpec& adaptive,
                                 const std::vector<std::string>& metrics,
-                                const Comparison& comparison, const AdaptivePlan& plan);
+                                const Comparison& comparison, const AdaptivePlan& plan,
+                                const std::vector<RowOutcome>* earlier = nullptr);
 
 }  // namespace tlbfleet::report

@@ -189,6 +189,52 @@ absl::Status ParseAdaptiveLevel(const YAML::Node& node, const std::string& path,
   return absl::OkStatus();
 }
 
+// `adaptive: {stop, level, margin, spending}`: what ends an adaptive run
+// (docs/statistics.md#sequential-verdicts). Level and margin are fractions in (0, 1); which
+// levels are adaptive and whether stop: verdict has a maximum to spend over is
+// ValidateRunSpec's.
+absl::Status ParseAdaptiveStop(const YAML::Node& node, v1::AdaptiveSpec* adaptive) {
+  return ForEachEntry(node, "adaptive", [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = ChildPath("adaptive", key);
+    if (key == "level" || key == "margin") {
+      absl::StatusOr<double> value = ScalarFraction(v, field);
+      if (!value.ok()) return value.status();
+      if (!(*value > 0 && *value < 1)) {
+        return FieldError(field, absl::StrCat("must be above 0 and below 1 (",
+                                              key == "level" ? "a confidence level such as 0.95"
+                                                             : "a margin such as 1%",
+                                              "), got ", *value));
+      }
+      key == "level" ? adaptive->set_level(*value) : adaptive->set_margin(*value);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::string> text = ScalarText(v, field);
+    if (!text.ok()) return text.status();
+    if (key == "stop") {
+      if (*text == "precision") {
+        adaptive->set_stop(v1::AdaptiveSpec::STOP_PRECISION);
+      } else if (*text == "verdict") {
+        adaptive->set_stop(v1::AdaptiveSpec::STOP_VERDICT);
+      } else {
+        return FieldError(field, absl::StrCat("expected precision or verdict, got ", Quote(*text)));
+      }
+      return absl::OkStatus();
+    }
+    if (key == "spending") {
+      if (*text == "obrien-fleming") {
+        adaptive->set_spending(v1::AdaptiveSpec::SPENDING_OBRIEN_FLEMING);
+      } else if (*text == "pocock") {
+        adaptive->set_spending(v1::AdaptiveSpec::SPENDING_POCOCK);
+      } else {
+        return FieldError(field,
+                          absl::StrCat("expected obrien-fleming or pocock, got ", Quote(*text)));
+      }
+      return absl::OkStatus();
+    }
+    return UnknownField(field, {"stop", "level", "margin", "spending"});
+  });
+}
+
 absl::Status ParseSweep(const YAML::Node& node, v1::SweepSpec* sweep) {
   if (node.IsNull()) return absl::OkStatus();  // "sweep:" alone means no sweep
   if (!node.IsMap()) return FieldError("sweep", "expected a map with one swept parameter");
@@ -450,6 +496,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
                  : spec->set_boots(static_cast<uint32_t>(*n));
       return absl::OkStatus();
     }
+    if (key == "adaptive") return ParseAdaptiveStop(v, spec->mutable_adaptive());
     if (key == "monitors") return ParseStringList(v, key, spec->mutable_monitors());
     if (key == "on_host_lost") return ParseHostLost(v, spec->mutable_on_host_lost());
     if (key == "job_timeout_seconds") {
@@ -460,7 +507,7 @@ absl::Status ParseTopLevel(const YAML::Node& root, const std::string& where, v1:
     }
     return UnknownField(
         key, {"name", "benchmark", "params", "sweep", "iterations", "boots", "arms", "hosts",
-              "job_timeout_seconds", "monitors", "on_host_lost", "preset"});
+              "adaptive", "job_timeout_seconds", "monitors", "on_host_lost", "preset"});
   });
 }
 

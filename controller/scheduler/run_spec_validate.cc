@@ -471,26 +471,44 @@ absl::Status CheckBootsAndAdaptive(const catalogue::WorkloadSchema& workload,
     // Growing a run adds boots or iterations to the latest boot, which is one entry's only.
     return FieldError(level, "an adaptive run cannot use boot entries (arms[].boot_entry) yet");
   }
+  const bool sequential_options = a.stop() != v1::AdaptiveSpec::STOP_UNSPECIFIED ||
+                                  a.level() != 0 || a.margin() != 0 ||
+                                  a.spending() != v1::AdaptiveSpec::SPENDING_UNSPECIFIED;
+  if (a.stop() != v1::AdaptiveSpec::STOP_VERDICT && sequential_options &&
+      (a.level() != 0 || a.margin() != 0 ||
+       a.spending() != v1::AdaptiveSpec::SPENDING_UNSPECIFIED)) {
+    return FieldError(a.spending() != v1::AdaptiveSpec::SPENDING_UNSPECIFIED ? "adaptive.spending"
+                      : a.level() != 0                                       ? "adaptive.level"
+                                                                             : "adaptive.margin",
+                      "only for stop: verdict (stop: precision judges by target_ci)");
+  }
   if (!adaptive_iterations && !adaptive_boots) {
-    if (a.target_ci() != 0 || a.metrics_size() > 0) {
+    if (a.stop() == v1::AdaptiveSpec::STOP_VERDICT) {
+      return FieldError("adaptive.spending",
+                        "alpha spending needs a maximum to spend over: make boots or iterations "
+                        "adaptive (boots: {min, max})");
+    }
+    if (a.target_ci() != 0 || a.metrics_size() > 0 || sequential_options) {
       return FieldError("iterations",
                         "target_ci and metrics need an adaptive level: "
                         "iterations: {min, max, target_ci} (or the same for boots)");
     }
     return absl::OkStatus();
   }
+  // stop: verdict needs no target (a target given anyway is checked as usual).
+  const bool needs_target = a.stop() != v1::AdaptiveSpec::STOP_VERDICT || a.target_ci() != 0;
   // The proto cannot tell a missing target from "target_ci: 0": both are refused here.
-  if (a.target_ci() == 0) {
+  if (needs_target && a.target_ci() == 0) {
     return FieldError(level + ".target_ci",
                       "required for an adaptive run, and above 0 (a ratio CI half-width such "
                       "as 1%)");
   }
-  if (!(a.target_ci() > 0)) {
+  if (needs_target && !(a.target_ci() > 0)) {
     return FieldError(level + ".target_ci",
                       absl::StrCat("must be above 0 (a ratio CI half-width such as 1%), got ",
                                    a.target_ci() * 100, "%"));
   }
-  if (!(a.target_ci() >= kMinTargetCi && a.target_ci() <= kMaxTargetCi)) {
+  if (needs_target && !(a.target_ci() >= kMinTargetCi && a.target_ci() <= kMaxTargetCi)) {
     return FieldError(
         level + ".target_ci",
         absl::StrCat("must be a ratio CI half-width between ", kMinTargetCi * 100, "% and ",
