@@ -102,6 +102,13 @@ class MmtestsConfig {
   // A sweep bound: an integer or an expression of ncpus, in run spec syntax.
   virtual std::optional<std::string> Bound(const std::string& var) = 0;
   virtual std::vector<std::string> List(const std::string& var) = 0;
+  // A size written as an expression of the host's RAM (MEMTOTAL_BYTES/20) as a multiple of
+  // it (0.05); nullopt, without a warning, when the variable is unset or does not use
+  // MEMTOTAL_BYTES (read it with Int then).
+  virtual std::optional<double> RamFactor(const std::string& var) = 0;
+  // Reports what the mapping could not carry over from `var` ("<source>:<line>: VAR: what");
+  // the variable counts as read. Nothing about a config is dropped silently.
+  virtual void Warn(const std::string& var, const std::string& what) = 0;
 };
 
 // The run spec an mmtests benchmark becomes, before it is written as YAML.
@@ -110,6 +117,8 @@ struct MmtestsSpec {
   std::vector<std::pair<std::string, std::string>> params;  // values in YAML flow syntax
   std::string sweep;                                        // YAML flow text of `sweep:`, or ""
   std::optional<int64_t> iterations;
+  // Set when the benchmark cannot be run faithfully at all: why (the import warns and skips it).
+  std::string refused;
 };
 
 // "{threads: {policy: topology, min: 1, max: 4*ncpus}}": a policy sweep in YAML flow syntax.

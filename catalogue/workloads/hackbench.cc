@@ -47,12 +47,21 @@ class Hackbench : public WorkloadSchema {
     return 60 + static_cast<int64_t>(messages * 50e-6 + bytes / 50e6);
   }
 
+  // mmtests 0.15's names (processes), and today's hackbench-{process,thread}-{pipes,sockets}.
   std::vector<std::string> MmtestsNames() const override {
-    return {"hackbench-pipes", "hackbench-sockets"};
+    return {"hackbench-pipes",           "hackbench-sockets",      "hackbench-process-pipes",
+            "hackbench-process-sockets", "hackbench-thread-pipes", "hackbench-thread-sockets"};
   }
   void FromMmtests(const std::string& mmtest, MmtestsConfig& c, MmtestsSpec* s) const override {
     s->benchmark = "hackbench";
-    s->params.emplace_back("ipc", mmtest == "hackbench-pipes" ? "pipe" : "socket");
+    s->params.emplace_back("ipc", absl::EndsWith(mmtest, "-pipes") ? "pipe" : "socket");
+    if (absl::StartsWith(mmtest, "hackbench-thread-")) s->params.emplace_back("mode", "threads");
+    // Today's shellpack runs `perf bench sched messaging`, whose 20 fds per group and 100-byte
+    // messages are the workload's defaults.
+    if (!c.List("MMTESTS_THREAD_CUTOFF").empty()) {
+      c.Warn("MMTESTS_THREAD_CUTOFF",
+             "mmtests' cap on the sweep is not applied; set HACKBENCH_MAX_GROUPS instead");
+    }
     if (std::optional<int64_t> v = c.Int("HACKBENCH_LOOPS")) {
       s->params.emplace_back("loops", absl::StrCat(*v));
     }

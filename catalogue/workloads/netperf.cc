@@ -63,22 +63,63 @@ class Netperf : public WorkloadSchema {
     return 2 * params.Int("seconds") + 30;
   }
 
+  // mmtests 0.15's names (IPv4), and today's: netperf-ipv{4,6}-{udp,tcp}[-rr] and
+  // netperf-unix (drivers/driver-netperf-*.sh).
   std::vector<std::string> MmtestsNames() const override {
-    return {"netperf-udp", "netperf-tcp", "netperf-udp-rr", "netperf-tcp-rr"};
+    return {"netperf-udp",      "netperf-tcp",      "netperf-udp-rr",      "netperf-tcp-rr",
+            "netperf-ipv4-udp", "netperf-ipv4-tcp", "netperf-ipv4-udp-rr", "netperf-ipv4-tcp-rr",
+            "netperf-ipv6-udp", "netperf-ipv6-tcp", "netperf-ipv6-udp-rr", "netperf-ipv6-tcp-rr",
+            "netperf-unix"};
   }
   void FromMmtests(const std::string& mmtest, MmtestsConfig& c, MmtestsSpec* s) const override {
     s->benchmark = "netperf";
+    if (mmtest == "netperf-unix") {
+      s->refused =
+          "it is netperf's STREAM_STREAM over AF_UNIX sockets, and tlbfleet's netperf has only "
+          "TCP and UDP tests (tcp_stream, udp_stream, tcp_rr, udp_rr)";
+      return;
+    }
     const bool rr = absl::EndsWith(mmtest, "-rr");
-    const std::string proto = mmtest.substr(8, 3);
+    const bool v6 = absl::StartsWith(mmtest, "netperf-ipv6-");
+    const std::string proto = absl::StrContains(mmtest, "-udp") ? "udp" : "tcp";
     s->params.emplace_back("test", absl::StrCat(proto, rr ? "_rr" : "_stream"));
+    std::vector<std::string> remote = c.List("REMOTE_SERVER_HOST");
+    if (!remote.empty()) {
+      // mmtests' server pair: the netserver runs on a second machine. Ours is another agent's,
+      // chosen and reserved by the controller.
+      s->params.emplace_back("server", "peer");
+      c.Warn("REMOTE_SERVER_HOST", absl::StrCat("the controller picks another agent's netserver "
+                                                "(server: peer) instead of ",
+                                                remote[0]));
+      c.Warn("REMOTE_SERVER_USER", "the peer is reached through its agent, not over ssh");
+    } else if (v6) {
+      // mmtests' netserver listens on ::1 for the IPv6 tests, 127.0.0.1 (our default) otherwise.
+      s->params.emplace_back("server", "\"::1\"");
+    }
     if (std::optional<int64_t> v = c.Int("NETPERF_DURATION")) {
       s->params.emplace_back("seconds", absl::StrCat(*v));
     }
-    if (!rr) {
+    if (rr) {
+      // mmtests passes -m/-M only to stream tests: an rr test keeps netperf's 1-byte request
+      // and response, and the size list only labels its results.
+      s->params.emplace_back("message_size", "1");
+      std::vector<std::string> sizes = c.List("NETPERF_BUFFER_SIZES");
+      if (sizes.size() > 1 || (sizes.size() == 1 && sizes[0] != "1")) {
+        c.Warn("NETPERF_BUFFER_SIZES",
+               "an rr test runs 1-byte requests and responses whatever the size (mmtests "
+               "repeats it once per size, only labelled by it); run once");
+      }
+    } else {
       std::vector<std::string> sizes = c.List("NETPERF_BUFFER_SIZES");
       if (!sizes.empty()) {
         s->sweep = absl::StrCat("{message_size: [", absl::StrJoin(sizes, ", "), "]}");
       }
+    }
+    for (const char* var :
+         {"NETPERF_CONFIDENCE_MIN", "NETPERF_CONFIDENCE_MAX", "NETPERF_CONFIDENCE_LEVEL"}) {
+      c.Warn(var,
+             "netperf's own confidence repetitions (-i/-I) are not run; tlbfleet repeats "
+             "iterations and computes intervals itself");
     }
     s->iterations = c.Int("NETPERF_ITERATIONS");
   }

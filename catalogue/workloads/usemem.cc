@@ -1,11 +1,14 @@
 #include "catalogue/workloads/usemem.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
 namespace tlbfleet::catalogue::usemem {
@@ -26,6 +29,27 @@ absl::StatusOr<double> ParseRamFactor(std::string_view text) {
 }
 
 namespace {
+
+// mmtests' "large stride" (bin/generate-stride-range --stride-large) for bounds known at
+// import, when the maximum is at most 32 (above, the walk depends on the host's CPU count).
+std::vector<int64_t> UsememLargeStride(int64_t min, int64_t max) {
+  std::vector<int64_t> values = {min, max};
+  auto seq = [&](int64_t from, int64_t step, int64_t to) {
+    for (int64_t v = from; v <= to; v += step) values.push_back(v);
+  };
+  if (max > 8) {
+    seq(min, 2, 8);
+    seq(12, 6, max);
+  } else {
+    seq(min, 2, max);
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  values.erase(
+      std::remove_if(values.begin(), values.end(), [&](int64_t v) { return v < min || v > max; }),
+      values.end());
+  return values;
+}
 
 class Usemem : public WorkloadSchema {
  public:
@@ -57,6 +81,45 @@ class Usemem : public WorkloadSchema {
     const double factor = ParseRamFactor(params.Str("size")).value_or(0);
     const int64_t mb = factor > 0 ? static_cast<int64_t>(factor * 65536) : params.Int("size_mb");
     return 60 + mb / 50;
+  }
+
+  std::vector<std::string> MmtestsNames() const override { return {"usemem"}; }
+  void FromMmtests(const std::string& mmtest, MmtestsConfig& c, MmtestsSpec* s) const override {
+    s->benchmark = "usemem";
+    // mmtests' usemem (vm-scalability's) splits USEMEM_WORKLOAD_SIZE into anonymous memory and
+    // a read-only file mapping; ours maps and reads files only, so the whole size becomes
+    // page cache, and what the config stresses through swap is stressed through reclaim.
+    if (std::optional<double> f = c.RamFactor("USEMEM_WORKLOAD_SIZE")) {
+      s->params.emplace_back("size", absl::StrFormat("\"%gx_ram\"", *f));
+    } else if (std::optional<int64_t> bytes = c.Int("USEMEM_WORKLOAD_SIZE")) {
+      s->params.emplace_back("size_mb", absl::StrCat(std::max<int64_t>(1, *bytes >> 20)));
+    }
+    if (std::optional<int64_t> anon = c.Int("USEMEM_PERCENTAGE_ANON"); anon && *anon != 0) {
+      c.Warn("USEMEM_PERCENTAGE_ANON",
+             absl::StrCat(*anon,
+                          "% anonymous in mmtests; tlbfleet's usemem maps files only, so the "
+                          "whole size is read as page cache"));
+    }
+    if (std::optional<int64_t> loops = c.Int("USEMEM_LOOPS"); loops && *loops != 1) {
+      c.Warn("USEMEM_LOOPS", absl::StrCat("usemem -r ", *loops,
+                                          " repeats the pass; tlbfleet's usemem reads once "
+                                          "per iteration (use more iterations)"));
+    }
+    c.Warn("USEMEM_FAKE_SWAP_MB", "a scsi_debug swap device is machine set-up; not made");
+    // mmtests' threads become processes: ours are processes, one file each.
+    std::optional<std::string> min = c.Bound("USEMEM_MIN_THREADS");
+    std::optional<std::string> max = c.Bound("USEMEM_MAX_THREADS");
+    int64_t lo = 0;
+    int64_t hi = 0;
+    if (max.has_value() && absl::SimpleAtoi(min.value_or("1"), &lo) &&
+        absl::SimpleAtoi(*max, &hi) && lo >= 1 && lo <= hi && hi <= 32) {
+      s->sweep =
+          absl::StrCat("{processes: [", absl::StrJoin(UsememLargeStride(lo, hi), ", "), "]}");
+    } else {
+      // Above 32, or bounds of ncpus: mmtests' large stride needs the host, topology is closest.
+      s->sweep = PolicySweep("processes", "topology", min, max.value_or("ncpus"));
+    }
+    s->iterations = c.Int("USEMEM_ITERATIONS");
   }
 
  private:

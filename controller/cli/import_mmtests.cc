@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -36,12 +38,23 @@ struct Variable {
   bool warned = false;  // its problem has been reported
 };
 
-// Host facts of mmtests' environment that tlbfleet cannot evaluate at import time.
+// Host facts of mmtests' environment that tlbfleet cannot evaluate at import time (the
+// names of mmtests 0.15 and of today's shellpacks/common.sh). MEMTOTAL_BYTES can still become
+// a multiple of RAM where a workload takes one (MmtestsConfig::RamFactor).
 const std::set<std::string>& HostOnlyVariables() {
-  static const std::set<std::string> kVars = {"MEMTOTAL_BYTES", "NUMNODES", "PAGESIZE",
-                                              "MEMTOTAL_PAGES", "NUMCPUS_PER_NODE"};
+  static const std::set<std::string> kVars = {"MEMTOTAL_BYTES", "NUMNODES",         "PAGESIZE",
+                                              "MEMTOTAL_PAGES", "NUMCPUS_PER_NODE", "NUM_NODES",
+                                              "NUM_LLCS",       "NUM_CORES",        "SMT_WEIGHT",
+                                              "LLC_WEIGHT",     "NODE_WEIGHT",      "LLC_INDEX"};
   return kVars;
 }
+
+// The host's logical CPU count: NUMCPUS in mmtests 0.15, NUM_LOGICAL_CPUS today.
+bool IsCpuCount(const std::string& name) { return name == "NUMCPUS" || name == "NUM_LOGICAL_CPUS"; }
+
+// RamFactor evaluates a size at two RAM sizes: a multiple of RAM doubles exactly (up to the
+// shell's truncating division), anything else (an offset, a product of two host facts) does not.
+constexpr int64_t kProbeRamBytes = 1'000'000'000'000;
 
 class Importer : public catalogue::MmtestsConfig {
  public:
@@ -73,13 +86,13 @@ class Importer : public catalogue::MmtestsConfig {
       std::string name(rest.substr(0, eq == absl::string_view::npos ? 0 : eq));
       if (eq == absl::string_view::npos || name.empty() || !IsNameStart(name[0]) ||
           !std::all_of(name.begin(), name.end(), IsNameChar)) {
-        Warn(line_no, absl::StrCat("not an assignment (", Shorten(l), "); ignored"));
+        WarnLine(line_no, absl::StrCat("not an assignment (", Shorten(l), "); ignored"));
         continue;
       }
       if (depth > 0) {
-        Warn(line_no, absl::StrCat(name,
-                                   ": set inside a conditional or a loop, which "
-                                   "import-mmtests does not evaluate; ignored"));
+        WarnLine(line_no, absl::StrCat(name,
+                                       ": set inside a conditional or a loop, which "
+                                       "import-mmtests does not evaluate; ignored"));
         continue;
       }
       Variable var;
@@ -105,12 +118,16 @@ class Importer : public catalogue::MmtestsConfig {
     }
     for (auto& [name, var] : vars_) {
       if (var.used) continue;
-      Warn(var.line, absl::StrCat(name, ": not used by any imported benchmark; ignored"));
+      WarnLine(var.line, absl::StrCat(name, ": not used by any imported benchmark; ignored"));
     }
     std::stable_sort(warnings_.begin(), warnings_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     MmtestsImport out;
-    for (auto& [line, text] : warnings_) out.warnings.push_back(std::move(text));
+    // Two benchmarks of one config read the same variable: say what was lost once.
+    std::set<std::string> said;
+    for (auto& [line, text] : warnings_) {
+      if (said.insert(text).second) out.warnings.push_back(std::move(text));
+    }
     if (docs.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(source_,
                                                      ": none of the benchmarks in MMTESTS (",
@@ -138,14 +155,25 @@ class Importer : public catalogue::MmtestsConfig {
     return v;
   }
 
-  void Warn(int line, const std::string& what) {
+  void WarnLine(int line, const std::string& what) {
     warnings_.emplace_back(line, absl::StrCat(source_, ":", line, ": ", what));
   }
 
   // The value of variable `name` for use inside another value, or nullopt with `problem` set.
   std::optional<std::string> Reference(const std::string& name, bool in_arithmetic,
                                        bool* arithmetic, std::string* problem) {
-    if (name == "NUMCPUS") {
+    if (ram_mode_) {
+      // Only while RamFactor probes a size: MEMTOTAL_BYTES stands in the `ncpus` slot.
+      if (name == "MEMTOTAL_BYTES") {
+        *arithmetic = true;
+        return std::string("ncpus");
+      }
+      if (IsCpuCount(name)) {
+        *problem = absl::StrCat("mixes MEMTOTAL_BYTES with ", name);
+        return std::nullopt;
+      }
+    }
+    if (IsCpuCount(name)) {
       *arithmetic = true;
       return std::string("ncpus");
     }
@@ -234,8 +262,8 @@ class Importer : public catalogue::MmtestsConfig {
     it->second.used = true;
     if (!it->second.problem.empty()) {
       if (!it->second.warned) {
-        Warn(it->second.line,
-             absl::StrCat(name, ": ", it->second.problem, "; left at the default"));
+        WarnLine(it->second.line,
+                 absl::StrCat(name, ": ", it->second.problem, "; left at the default"));
       }
       it->second.warned = true;
       return nullptr;
@@ -249,14 +277,14 @@ class Importer : public catalogue::MmtestsConfig {
     if (v == nullptr) return std::nullopt;
     absl::StatusOr<scheduler::NcpusExpr> e = scheduler::ParseNcpusExpr(v->value);
     if (!e.ok()) {
-      Warn(v->line, absl::StrCat(name, ": not an integer (", std::string(e.status().message()),
-                                 "); left at the default"));
+      WarnLine(v->line, absl::StrCat(name, ": not an integer (", std::string(e.status().message()),
+                                     "); left at the default"));
       return std::nullopt;
     }
     if (e->uses_ncpus) {
-      Warn(v->line, absl::StrCat(name,
-                                 ": depends on NUMCPUS, which only a sweep bound may; "
-                                 "left at the default"));
+      WarnLine(v->line, absl::StrCat(name,
+                                     ": depends on NUMCPUS, which only a sweep bound may; "
+                                     "left at the default"));
       return std::nullopt;
     }
     return e->constant;
@@ -268,8 +296,8 @@ class Importer : public catalogue::MmtestsConfig {
     if (v == nullptr) return std::nullopt;
     absl::StatusOr<scheduler::NcpusExpr> e = scheduler::ParseNcpusExpr(v->value);
     if (!e.ok()) {
-      Warn(v->line, absl::StrCat(name, ": not an integer or an expression of NUMCPUS (",
-                                 std::string(e.status().message()), "); left at the default"));
+      WarnLine(v->line, absl::StrCat(name, ": not an integer or an expression of NUMCPUS (",
+                                     std::string(e.status().message()), "); left at the default"));
       return std::nullopt;
     }
     if (e->constant.has_value()) return absl::StrCat(*e->constant);
@@ -284,12 +312,55 @@ class Importer : public catalogue::MmtestsConfig {
     return absl::StrSplit(v->value, absl::ByAnyChar(", \t"), absl::SkipEmpty());
   }
 
+  std::optional<double> RamFactor(const std::string& name) override {
+    auto it = vars_.find(name);
+    if (it == vars_.end() || it->second.raw.find("MEMTOTAL_BYTES") == std::string::npos) {
+      return std::nullopt;
+    }
+    Variable& var = it->second;
+    var.used = true;
+    Variable probe;
+    probe.raw = var.raw;
+    ram_mode_ = true;
+    Expand(&probe);
+    ram_mode_ = false;
+    std::string problem = probe.problem;
+    double factor = 0;
+    if (problem.empty()) {
+      absl::StatusOr<int64_t> one = scheduler::EvaluateNcpusExpr(probe.value, kProbeRamBytes);
+      absl::StatusOr<int64_t> two = scheduler::EvaluateNcpusExpr(probe.value, 2 * kProbeRamBytes);
+      if (!one.ok() || !two.ok()) {
+        problem = absl::StrCat("not an expression of MEMTOTAL_BYTES (",
+                               std::string((one.ok() ? two : one).status().message()), ")");
+      } else if (*one <= 0 || std::abs(*two - 2 * *one) > 2) {
+        problem = "not a positive multiple of MEMTOTAL_BYTES";
+      } else {
+        factor = static_cast<double>(*one) / static_cast<double>(kProbeRamBytes);
+      }
+    }
+    if (!problem.empty()) {
+      if (!var.warned)
+        WarnLine(var.line, absl::StrCat(name, ": ", problem, "; left at the default"));
+      var.warned = true;
+      return std::nullopt;
+    }
+    return factor;
+  }
+
+  void Warn(const std::string& name, const std::string& what) override {
+    auto it = vars_.find(name);
+    if (it == vars_.end()) return;  // unset: there is nothing to carry over
+    it->second.used = true;
+    WarnLine(it->second.line, absl::StrCat(name, ": ", what));
+  }
+
   // Emits a spec; nullopt (with a warning) for a benchmark tlbfleet does not have.
   std::optional<std::string> BuildSpec(const std::string& mmtest, int line);
 
   std::string source_;
   std::map<std::string, Variable> vars_;
   std::vector<std::pair<int, std::string>> warnings_;
+  bool ram_mode_ = false;  // Expand reads MEMTOTAL_BYTES as `ncpus` (RamFactor's probe)
 };
 
 // One run spec's fields before they are written as YAML.
@@ -319,14 +390,19 @@ std::optional<std::string> Importer::BuildSpec(const std::string& mmtest, int li
   // Each workload of the catalogue says which mmtests benchmarks it runs, and how.
   const catalogue::WorkloadSchema* workload = catalogue::FindMmtestsWorkload(mmtest);
   if (workload == nullptr) {
-    Warn(line, absl::StrCat("MMTESTS: benchmark \"", mmtest,
-                            "\" has no tlbfleet workload; not imported"));
+    WarnLine(line, absl::StrCat("MMTESTS: benchmark \"", mmtest,
+                                "\" has no tlbfleet workload; not imported"));
     return std::nullopt;
   }
   Spec s;
   s.name = mmtest;
   catalogue::MmtestsSpec mapped;
   workload->FromMmtests(mmtest, *this, &mapped);
+  if (!mapped.refused.empty()) {
+    WarnLine(line,
+             absl::StrCat("MMTESTS: benchmark \"", mmtest, "\" not imported: ", mapped.refused));
+    return std::nullopt;
+  }
   s.benchmark = mapped.benchmark;
   s.params = std::move(mapped.params);
   s.sweep = std::move(mapped.sweep);
@@ -336,8 +412,8 @@ std::optional<std::string> Importer::BuildSpec(const std::string& mmtest, int li
   // is reported here, naming the variable's benchmark, rather than at submit.
   absl::StatusOr<v1::RunSpec> parsed = scheduler::ParseRunSpec(yaml, mmtest);
   if (!parsed.ok()) {
-    Warn(line, absl::StrCat("MMTESTS: benchmark \"", mmtest,
-                            "\" not imported: ", std::string(parsed.status().message())));
+    WarnLine(line, absl::StrCat("MMTESTS: benchmark \"", mmtest,
+                                "\" not imported: ", std::string(parsed.status().message())));
     return std::nullopt;
   }
   return yaml;

@@ -3,10 +3,12 @@
 // tlbfleet run specs, one per benchmark in $MMTESTS, as one multi-document YAML text.
 //
 // The file is read, never executed: only `[export] VAR=value` lines count. Values may be
-// quoted and may use $VAR / ${VAR} and $((arithmetic)); NUMCPUS becomes the run spec's
-// `ncpus`, evaluated on the host that runs the job. Anything else (commands, conditionals,
-// variables no benchmark uses, host facts tlbfleet cannot know such as MEMTOTAL_BYTES) is
-// reported as a warning and left out: nothing is dropped silently.
+// quoted and may use $VAR / ${VAR} and $((arithmetic)); NUMCPUS (mmtests 0.15) or
+// NUM_LOGICAL_CPUS (today's mmtests) becomes the run spec's `ncpus`, evaluated on the host
+// that runs the job, and a size in multiples of MEMTOTAL_BYTES becomes `<f>x_ram` where the
+// workload takes one (usemem). Anything else (commands, conditionals, variables no benchmark
+// uses, host facts tlbfleet cannot know such as NUM_NODES, settings the workload has no
+// equivalent for) is reported as a warning and left out: nothing is dropped silently.
 
 #include <ostream>
 #include <string>

@@ -121,7 +121,10 @@ TEST(ImportMmtestsTest, NetworkPerformance) {
   EXPECT_EQ(specs[3].params().at("test"), "tcp_rr");
   EXPECT_EQ(specs[3].params().at("seconds"), "10");
   EXPECT_EQ(specs[3].iterations(), 5u);
-  EXPECT_THAT(imported->warnings, ElementsAre(StartsWith("net:7: NETPERF_NET_DEVICE: not used")));
+  EXPECT_EQ(specs[3].params().at("message_size"), "1");  // netperf's rr default, as mmtests runs it
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("net:4: NETPERF_BUFFER_SIZES: an rr test runs 1-byte"),
+                          StartsWith("net:7: NETPERF_NET_DEVICE: not used")));
 }
 
 TEST(ImportMmtestsTest, ReportsWhatItCannotImportAndNeverRunsIt) {
@@ -174,6 +177,125 @@ TEST(ImportMmtestsTest, OutOfRangeValuesAreReportedNotEmitted) {
   EXPECT_THAT(imported->warnings,
               ElementsAre(StartsWith("c:1: MMTESTS: benchmark \"tlbflush\" not imported: "
                                      "params.entries.max: must be an integer in [1, ")));
+}
+
+// Today's mmtests names (configs/config-network-netperf-*-unbound): IPv6 on ::1, rr tests
+// with netperf's 1-byte messages, and netperf-unix refused for a reason, not as unknown.
+TEST(ImportMmtestsTest, TodaysNetperfNames) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-netperf-today"), "n");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name(), "netperf-ipv4-tcp");
+  EXPECT_EQ(specs[0].params().at("test"), "tcp_stream");
+  EXPECT_EQ(specs[0].params().count("server"), 0u);  // 127.0.0.1, the default
+  EXPECT_THAT(scheduler::SweepValues(specs[0].sweep()), ElementsAre("256", "4096"));
+  EXPECT_EQ(specs[0].iterations(), 7u);
+  EXPECT_EQ(specs[1].name(), "netperf-ipv6-udp-rr");
+  EXPECT_EQ(specs[1].params().at("test"), "udp_rr");
+  EXPECT_EQ(specs[1].params().at("server"), "::1");
+  EXPECT_EQ(specs[1].params().at("message_size"), "1");
+  EXPECT_TRUE(specs[1].sweep().param().empty());
+  EXPECT_THAT(
+      imported->warnings,
+      ElementsAre(
+          "n:3: MMTESTS: benchmark \"netperf-unix\" not imported: it is netperf's "
+          "STREAM_STREAM over AF_UNIX sockets, and tlbfleet's netperf has only TCP and UDP "
+          "tests (tcp_stream, udp_stream, tcp_rr, udp_rr)",
+          StartsWith("n:5: RUN_MONITOR: not used"),
+          StartsWith("n:6: NETPERF_BUFFER_SIZES: an rr test runs 1-byte requests"),
+          StartsWith("n:8: NETPERF_CONFIDENCE_MIN: netperf's own confidence repetitions"),
+          StartsWith("n:9: NETPERF_CONFIDENCE_LEVEL: netperf's own confidence repetitions")));
+}
+
+TEST(ImportMmtestsTest, TodaysHackbenchNamesAndNumLogicalCpus) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-hackbench-today"), "h");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name(), "hackbench-process-pipes");
+  EXPECT_EQ(specs[0].params().at("ipc"), "pipe");
+  EXPECT_EQ(specs[0].params().count("mode"), 0u);  // processes, the default
+  EXPECT_EQ(specs[0].params().at("loops"), "250");
+  EXPECT_EQ(specs[0].iterations(), 12u);
+  EXPECT_EQ(specs[0].sweep().policy(), "topology");
+  EXPECT_EQ(specs[0].sweep().max_expr(), "ncpus*2");  // $((NUM_LOGICAL_CPUS*2))
+  EXPECT_EQ(specs[1].params().at("ipc"), "socket");
+  EXPECT_EQ(specs[1].params().at("mode"), "threads");
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("h:8: not an assignment (if [ $HACKBENCH_MAX_GROUPS"),
+                          StartsWith("h:9: HACKBENCH_MAX_GROUPS: set inside a conditional"),
+                          StartsWith("h:10: not an assignment (fi)")));
+}
+
+TEST(ImportMmtestsTest, PerfpipeIsPipetest) {
+  absl::StatusOr<MmtestsImport> imported =
+      ImportMmtestsConfig(Fixture("config-perfpipe-today"), "p");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].name(), "perfpipe");
+  EXPECT_EQ(specs[0].benchmark(), "pipetest");
+  EXPECT_EQ(specs[0].params().at("loops"), "200000");
+  EXPECT_EQ(specs[0].iterations(), 15u);
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("p:7: PERFPIPE_BINDING: pipetest does not pin"),
+                          StartsWith("p:8: not an assignment (cpupower frequency-set")));
+}
+
+TEST(ImportMmtestsTest, UsememSizeInRamAndLargeStride) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(Fixture("config-usemem-today"), "u");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].benchmark(), "usemem");
+  EXPECT_EQ(specs[0].params().at("size"), "0.75x_ram");  // $((MEMTOTAL_BYTES*3/4))
+  EXPECT_EQ(specs[0].iterations(), 4u);
+  // generate-stride-range --stride-large --min 1 --max 12: 1 3 5 7, then 12.
+  EXPECT_THAT(scheduler::SweepValues(specs[0].sweep()), ElementsAre("1", "3", "5", "7", "12"));
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("u:6: USEMEM_PERCENTAGE_ANON: 60% anonymous in mmtests"),
+                          StartsWith("u:7: USEMEM_LOOPS: usemem -r 20 repeats the pass")));
+}
+
+TEST(ImportMmtestsTest, RamFactorRefusesWhatIsNotAMultipleOfRam) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(
+      "export MMTESTS=usemem\nexport USEMEM_WORKLOAD_SIZE=$((MEMTOTAL_BYTES+1048576))\n", "c");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].params().count("size"), 0u);
+  EXPECT_THAT(imported->warnings,
+              ElementsAre("c:2: USEMEM_WORKLOAD_SIZE: not a positive multiple of MEMTOTAL_BYTES; "
+                          "left at the default"));
+}
+
+// config-serverpair-network-*: the netserver on a second machine becomes another agent's.
+TEST(ImportMmtestsTest, ServerPairUsesAPeer) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(
+      "export MMTESTS=netperf-tcp-rr\nexport REMOTE_SERVER_USER=root\n"
+      "export REMOTE_SERVER_HOST=bench2\n",
+      "c");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].params().at("server"), "peer");
+  EXPECT_THAT(imported->warnings,
+              ElementsAre(StartsWith("c:2: REMOTE_SERVER_USER: the peer is reached through"),
+                          "c:3: REMOTE_SERVER_HOST: the controller picks another agent's "
+                          "netserver (server: peer) instead of bench2"));
+}
+
+TEST(ImportMmtestsTest, TodaysEbizzyConfig) {
+  absl::StatusOr<MmtestsImport> imported = ImportMmtestsConfig(Fixture("config-ebizzy-today"), "e");
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  std::vector<v1::RunSpec> specs = Specs(*imported);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].sweep().max_expr(), "ncpus*4");
+  EXPECT_EQ(specs[0].params().at("seconds"), "30");
+  EXPECT_THAT(imported->warnings, IsEmpty());
 }
 
 }  // namespace
