@@ -121,6 +121,13 @@ struct MmtestsSpec {
   std::string refused;
 };
 
+// How today's mmtests summarises a benchmark in its compare tables (its shellpack.yaml's
+// `summarise` and `DecimalPlaces`), for `compare --table mmtests`.
+struct MmtestsSummaryStyle {
+  std::string summarise = "Multiops";  // or "Normalisedops"
+  int decimals = 2;
+};
+
 // "{threads: {policy: topology, min: 1, max: 4*ncpus}}": a policy sweep in YAML flow syntax.
 std::string PolicySweep(const std::string& param, const std::string& policy,
                         const std::optional<std::string>& min,
@@ -153,6 +160,8 @@ class WorkloadSchema {
   virtual std::vector<std::string> MmtestsNames() const;
   virtual void FromMmtests(const std::string& mmtest, MmtestsConfig& config,
                            MmtestsSpec* spec) const;
+  // How mmtests summarises the benchmark this workload runs. Multiops, 2 decimals by default.
+  virtual MmtestsSummaryStyle MmtestsSummary() const { return {}; }
 
   const ParamSpec* FindParam(std::string_view name) const;
   const MetricSpec* FindMetric(std::string_view name) const;

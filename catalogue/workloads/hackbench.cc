@@ -47,6 +47,8 @@ class Hackbench : public WorkloadSchema {
     return 60 + static_cast<int64_t>(messages * 50e-6 + bytes / 50e6);
   }
 
+  // hackbench's shellpack.yaml: summarise Multiops, DecimalPlaces 4.
+  MmtestsSummaryStyle MmtestsSummary() const override { return {"Multiops", 4}; }
   // mmtests 0.15's names (processes), and today's hackbench-{process,thread}-{pipes,sockets}.
   std::vector<std::string> MmtestsNames() const override {
     return {"hackbench-pipes",           "hackbench-sockets",      "hackbench-process-pipes",

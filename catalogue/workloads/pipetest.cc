@@ -27,6 +27,8 @@ class Pipetest : public WorkloadSchema {
   // "pipetest" of mmtests 0.15, and today's "perfpipe" (`perf bench sched pipe -l LOOPS`, the
   // same ping-pong, summarised in usecs/op as our primary metric).
   std::vector<std::string> MmtestsNames() const override { return {"pipetest", "perfpipe"}; }
+  // perfpipe's shellpack.yaml: summarise Normalisedops, DecimalPlaces 4.
+  MmtestsSummaryStyle MmtestsSummary() const override { return {"Normalisedops", 4}; }
   void FromMmtests(const std::string& mmtest, MmtestsConfig& c, MmtestsSpec* s) const override {
     s->benchmark = "pipetest";
     const std::string prefix = mmtest == "perfpipe" ? "PERFPIPE" : "PIPETEST";

@@ -172,6 +172,11 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
                       "or none");
   compare->add_flag("--unadjusted", compare_flags.unadjusted,
                     "judge each row on its own p (default: Benjamini–Hochberg across rows)");
+  compare
+      ->add_option("--table", compare_flags.table,
+                   "mmtests: the rows today's mmtests prints for the benchmark (Hmean, HStddev, "
+                   "BHmean.95 for rates), text only, one run (default: tlbfleet's table)")
+      ->check(CLI::IsMember({"mmtests"}));
   CLI::Option* compare_with =
       compare->add_option("--with", compare_flags.with_run,
                           "across runs: compare RUN's arms with this run's (arms named RUN:ARM)");

@@ -115,6 +115,53 @@ TEST_F(AppTest, SubmitThenWaitAgainstFakeController) {
   EXPECT_EQ(err_.str(), "run 7: 1/1 jobs done, 0 running\nrun 7 succeeded: 1/1 jobs done\n");
 }
 
+// --table mmtests: today's mmtests rows for the run's benchmark (hackbench: Multiops of times,
+// 4 decimals), from the run's samples in the report's groups. mmtests' compare printed
+// Amean 1.0875 / 1.0800 (0.69%) and BAmean.95 1.0639 / 1.0611 (0.26%) for these times.
+TEST_F(AppTest, CompareTableMmtestsPrintsTodaysMmtestsRows) {
+  FakeFleet fleet;
+  v1::CompareResponse response;
+  v1::Report* report = response.mutable_report();
+  report->set_title("run 7");
+  report->add_arms("A");
+  report->add_arms("B");
+  v1::Report::Group* g = report->add_groups();
+  g->set_metric("time_seconds");
+  g->set_param_value("4");
+  g->set_better(v1::BETTER_LOWER);
+  fleet.SetCompare(response);
+  v1::Run run;
+  run.set_id("7");
+  run.mutable_spec()->set_benchmark("hackbench");
+  fleet.ScriptGetRun({{grpc::Status::OK, run}});
+  v1::GetResultsResponse results;
+  const std::vector<std::pair<std::string, std::vector<double>>> times = {
+      {"A", {1.0, 1.1, 1.21, 0.98, 1.05, 1.3, 1.02, 0.99, 1.075, 1.15}},
+      {"B", {0.9, 1.2, 1.18, 1.01, 1.04, 1.25, 1.005, 0.995, 1.1, 1.12}}};
+  for (const auto& [arm, values] : times) {
+    for (double v : values) {
+      v1::Sample* s = results.add_samples();
+      s->set_arm(arm);
+      s->set_metric("time_seconds");
+      s->set_param_value("4");
+      s->set_value(v);
+    }
+  }
+  fleet.SetResults(results);
+  EXPECT_EQ(Run({"--controller", fleet.address(), "compare", "7", "--table", "mmtests"}), kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("Amean     time_seconds-4       1.0875 (   0.00%)       "
+                                    "1.0800 (   0.69%)\n"));
+  EXPECT_THAT(
+      out_.str(),
+      HasSubstr("Stddev    time_seconds-4       0.1049 (   0.00%)       0.1091 (  -3.95%)\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("BAmean.95 time_seconds-4       1.0639 (   0.00%)       "
+                                    "1.0611 (   0.26%)\n"));
+  EXPECT_EQ(Run({"--controller", fleet.address(), "compare", "7", "--table", "mmtests", "--format",
+                 "json"}),
+            kExitUsage);
+}
+
 TEST_F(AppTest, CompareBaselineIsPassedThrough) {
   FakeFleet fleet;
   v1::CompareResponse response;

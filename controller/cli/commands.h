@@ -37,6 +37,9 @@ struct CompareFlags {
   std::string with_run;
   std::string arm;
   std::string with_arm;
+  // "" = tlbfleet's table (mmtests 0.15's rows with verdicts); "mmtests" = the rows today's
+  // mmtests prints for the run's benchmark (controller/report/mmtests_table.h).
+  std::string table;
 };
 
 // Not thread-safe. Every referenced object must outlive the Commands.
@@ -76,6 +79,8 @@ class Commands {
                      OutputFormat format);
 
  private:
+  // compare --table mmtests (one run): today's mmtests rows from the run's samples.
+  int CompareMmtestsTable(const std::string& run_id, const v1::Report& report);
   // Prints the RPC failure and returns its exit code. `run_id` names the run for NOT_FOUND.
   int RpcFailure(const grpc::Status& status, const std::string& run_id);
   // Prints "tlbfleet: <message>" and returns `code`.

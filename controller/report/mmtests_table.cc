@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tlbfleet::report {
 namespace {
@@ -41,6 +46,23 @@ std::optional<double> MmtestsStddev(const std::vector<double>& x, bool harmonic)
 
 MmtestsStat MmtestsValue(std::string name, std::optional<double> v) {
   return MmtestsStat{std::move(name), v.value_or(0), v.has_value()};
+}
+
+// Stat.pm's pdiff and pndiff: the new value against the base, positive = better.
+double MmtestsPdiff(double now, double base) {
+  if (now == base || now == 0) return 0;
+  if (base == 0) return 100;
+  return now * 100 / base - 100;
+}
+double MmtestsPndiff(double now, double base) {
+  if (now == base) return 0;
+  if (now == 0) return 100;
+  if (base == 0) return -99;
+  return 100 - now * 100 / base;
+}
+
+bool MmtestsIsSpread(const std::string& name) {
+  return name.find("Stddev") != std::string::npos || name.find("CoeffVar") != std::string::npos;
 }
 
 }  // namespace
@@ -82,6 +104,49 @@ std::vector<MmtestsStat> MmtestsSummary(MmtestsSummarise kind, bool higher_is_be
   MmtestsStat s_p95 = MmtestsValue("Pctile.95", pctile);
   if (kind == MmtestsSummarise::kMultiops) return {s_min, s_mean, s_sd, s_cv, s_max, s_b95};
   return {s_min, s_mean, s_b95, s_p95, s_sd, s_cv, s_max};
+}
+
+std::string RenderMmtestsTable(const v1::Report& report, const std::vector<v1::Sample>& samples,
+                               MmtestsSummarise kind, int decimals) {
+  // (metric, param value, arm) -> the aggregate values, as mmtests reads one log per iteration.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> values;
+  for (const v1::Sample& s : samples) {
+    if (!s.series().empty() || !s.excluded().empty()) continue;
+    values[{s.metric(), s.param_value(), s.arm()}].push_back(s.value());
+  }
+  std::string out = absl::StrCat(report.title(), "\n");
+  for (const v1::Report::Group& g : report.groups()) {
+    const bool higher = g.better() == v1::BETTER_HIGHER;
+    const std::string op =
+        g.param_value().empty() ? g.metric() : absl::StrCat(g.metric(), "-", g.param_value());
+    std::vector<std::vector<MmtestsStat>> per_arm;
+    for (const std::string& arm : report.arms()) {
+      per_arm.push_back(MmtestsSummary(kind, higher, values[{g.metric(), g.param_value(), arm}]));
+    }
+    absl::StrAppend(&out, "\n", absl::StrFormat("%-9s %-*s", "", op.size(), ""));
+    for (const std::string& arm : report.arms())
+      absl::StrAppend(&out, absl::StrFormat(" %23s", arm));
+    absl::StrAppend(&out, "\n");
+    for (size_t row = 0; row < per_arm[0].size(); ++row) {
+      const std::string& name = per_arm[0][row].name;
+      absl::StrAppend(&out, absl::StrFormat("%-9s %s", name, op));
+      const bool lower = !higher || MmtestsIsSpread(name);
+      for (const std::vector<MmtestsStat>& arm : per_arm) {
+        const MmtestsStat& cell = arm[row];
+        const MmtestsStat& base = per_arm[0][row];
+        if (!cell.defined) {
+          absl::StrAppend(&out, absl::StrFormat(" %12s (%7s%%)", "NaN", "NaN"));
+          continue;
+        }
+        const double diff = !base.defined ? 0
+                            : lower       ? MmtestsPndiff(cell.value, base.value)
+                                          : MmtestsPdiff(cell.value, base.value);
+        absl::StrAppend(&out, absl::StrFormat(" %12.*f (%7.2f%%)", decimals, cell.value, diff));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  return out;
 }
 
 }  // namespace tlbfleet::report

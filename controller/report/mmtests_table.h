@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tlbfleet/v1/common.pb.h"
+
 namespace tlbfleet::report {
 
 // A benchmark's `summarise` in mmtests' shellpack.yaml (the two our workloads use).
@@ -35,5 +37,13 @@ struct MmtestsStat {
 // Stddevs of fewer than two samples are undefined.
 std::vector<MmtestsStat> MmtestsSummary(MmtestsSummarise kind, bool higher_is_better,
                                         std::vector<double> samples);
+
+// `compare --table mmtests`: per group of `report` (metric and sweep value, its arms in
+// report order), the rows MmtestsSummary gives for the group's samples of each arm (the
+// aggregate series of samples not excluded), as mmtests prints them: "%-Ns %-Ms" then per arm
+// "%12.{decimals}f (%7.2f%%)", the percentage against arms[0] as Stat.pm's pdiff (higher is
+// better) or pndiff (lower is better, and every stddev and coeffvar).
+std::string RenderMmtestsTable(const v1::Report& report, const std::vector<v1::Sample>& samples,
+                               MmtestsSummarise kind, int decimals);
 
 }  // namespace tlbfleet::report

@@ -66,5 +66,43 @@ TEST(MmtestsTableTest, WhatMmtestsCannotComputeIsUndefined) {
   EXPECT_FALSE(zero[1].defined);  // no harmonic mean of a zero
 }
 
+// The table mmtests' compare printed for these samples as arms A and B (B's ten:
+// 900 1200 1180 1010 1040 1250 1005 995 1100 1120), number for number.
+TEST(MmtestsTableTest, RendersTheRowsAndDifferencesMmtestsPrints) {
+  const std::vector<double> b = {900, 1200, 1180, 1010, 1040, 1250, 1005, 995, 1100, 1120};
+  v1::Report report;
+  report.set_title("ebizzy");
+  report.add_arms("A");
+  report.add_arms("B");
+  v1::Report::Group* g = report.add_groups();
+  g->set_metric("records_per_sec");
+  g->set_param_name("threads");
+  g->set_param_value("4");
+  g->set_better(v1::BETTER_HIGHER);
+  std::vector<v1::Sample> samples;
+  auto add = [&](const std::string& arm, double v, const std::string& series) {
+    v1::Sample s;
+    s.set_arm(arm);
+    s.set_metric("records_per_sec");
+    s.set_param_value("4");
+    s.set_series(series);
+    s.set_value(v);
+    samples.push_back(s);
+  };
+  for (double v : kSamples) add("A", v, "");
+  for (double v : b) add("B", v, "");
+  add("B", 1, "thread0");  // per-thread series are not the total's samples
+  const std::string text = RenderMmtestsTable(report, samples, MmtestsSummarise::kMultiops, 2);
+  EXPECT_THAT(text,
+              ::testing::HasSubstr(
+                  "Min       records_per_sec-4       980.00 (   0.00%)       900.00 (  -8.16%)\n"
+                  "Hmean     records_per_sec-4      1079.00 (   0.00%)      1070.03 (  -0.83%)\n"
+                  "HStddev   records_per_sec-4        92.47 (   0.00%)       103.64 ( -12.07%)\n"
+                  "HCoeffVar records_per_sec-4         8.57 (   0.00%)         9.69 ( -13.01%)\n"
+                  "Max       records_per_sec-4      1300.00 (   0.00%)      1250.00 (  -3.85%)\n"
+                  "BHmean.95 records_per_sec-4      1091.25 (   0.00%)      1092.97 (   0.16%)\n"))
+      << text;
+}
+
 }  // namespace
 }  // namespace tlbfleet::report
