@@ -103,9 +103,20 @@ export function RegressionsTable({
                   </td>
                   <td class="num">{formatP(r.p)}</td>
                   <td>
-                    {r.goodKernel || r.badKernel
-                      ? `${r.goodKernel || "?"} → ${r.badKernel || "?"}`
-                      : "—"}
+                    {r.badCommit ? (
+                      // Kernels built from source: the change lies in good..bad, as git writes it.
+                      <span
+                        class="mono"
+                        data-testid="commit-range"
+                        title={`${r.goodCommit}..${r.badCommit}`}
+                      >
+                        {`${(r.goodCommit || "?").slice(0, 12)}..${r.badCommit.slice(0, 12)}`}
+                      </span>
+                    ) : r.goodKernel || r.badKernel ? (
+                      `${r.goodKernel || "?"} → ${r.badKernel || "?"}`
+                    ) : (
+                      "—"
+                    )}
                   </td>
                   <td>
                     {r.bisectId && <BisectCell id={r.bisectId} state={bisect} />}

@@ -181,6 +181,22 @@ describe("RegressionsTable", () => {
     expect(el.textContent).toContain("no bisection: alert only");
   });
 
+  it("shows the commit range of a regression of kernels built from source", () => {
+    const el = mount(
+      <RegressionsTable
+        regressions={[
+          regression({ id: "b1", goodCommit: "a".repeat(40), badCommit: "b".repeat(40) }),
+        ]}
+        bisects={new Map()}
+        canOperate={false}
+        onChanged={() => {}}
+      />,
+    );
+    const range = el.querySelector("[data-testid=commit-range]")!;
+    expect(range.textContent).toBe(`${"a".repeat(12)}..${"b".repeat(12)}`);
+    expect(range.getAttribute("title")).toBe(`${"a".repeat(40)}..${"b".repeat(40)}`);
+  });
+
   it("gives an operator Acknowledge and Fixed on an open one, Fixed and Reopen on an acknowledged one", async () => {
     const update = vi
       .spyOn(api, "updateRegression")
