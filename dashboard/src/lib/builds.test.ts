@@ -82,6 +82,7 @@ describe("the run's builds from its JSON", () => {
       rev: "lab-tip",
       config: "lab",
       revert: COMMIT_BASE,
+      branch: "",
     });
     expect(fix!.logLines).toBe(1204);
     expect(fix!.startedUnixMs).toBe(1768439600000);
