@@ -41,11 +41,14 @@ TEST(WillItScaleRunTest, EveryTestCountsOperationsAndAveragesItsSamples) {
     absl::StatusOr<Result> r = RunOnce(Quick(test, Mode::kProcess, 1));
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->sample_ops_per_sec.size(), 3u);  // the warm-up sample is not among them
-    // One madvise of one page costs between ~100 ns and a few ms even under TCG.
+    // One madvise of one page costs between ~100 ns and a few ms even under TCG. A single
+    // 100 ms sample may see the task starved on a loaded 2-core machine (CI runs tests two at
+    // a time), so the floor is on their average.
     for (double v : r->sample_ops_per_sec) {
-      EXPECT_GT(v, 100);
+      EXPECT_GE(v, 0);
       EXPECT_LT(v, 1e8);
     }
+    EXPECT_GT(r->ops_per_sec, 100);
     double sum = 0;
     for (double v : r->sample_ops_per_sec) sum += v;
     EXPECT_DOUBLE_EQ(r->ops_per_sec, sum / 3);
