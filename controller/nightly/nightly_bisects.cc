@@ -143,26 +143,9 @@ absl::Status Nightly::ResolveCommits(v1::BisectSpec* spec) {
   // The source and config are the builders' names: only the hosts can say what they have.
   absl::StatusOr<v1::ListHostsResponse> hosts = controller_.ListHosts();
   if (!hosts.ok()) return hosts.status();
-  std::set<std::string> sources;
-  std::set<std::string> configs;
-  for (const v1::Host& h : hosts->hosts()) {
-    for (const v1::KernelSourceInfo& s : h.info().kernel_sources()) {
-      sources.insert(s.name());
-      if (s.name() == commits->source()) configs.insert(s.configs().begin(), s.configs().end());
-    }
-  }
-  if (sources.count(commits->source()) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "commits.source: no builder agent has a kernel source named \"", commits->source(), "\" (",
-        sources.empty()
-            ? std::string("no builder agent has connected (tlbfleet-agent --kernel-sources)")
-            : absl::StrCat("sources: ", absl::StrJoin(sources, ", ")),
-        ")"));
-  }
-  if (!commits->config().empty() && configs.count(commits->config()) == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "commits.config: source ", commits->source(), " has no build config \"", commits->config(),
-        "\" (it has ", configs.empty() ? std::string("none") : absl::StrJoin(configs, ", "), ")"));
+  if (absl::Status s = CheckBuilderHas(*hosts, commits->source(), commits->config(), "commits.");
+      !s.ok()) {
+    return s;
   }
   // A wrong question is the user's (INVALID_ARGUMENT, naming the field); a builder away,
   // failing or silent is FAILED_PRECONDITION: nothing is stored, and the same request may work
