@@ -421,8 +421,10 @@ absl::StatusOr<MmtestsExport> ExportMmtests(const ExportRun& run) {
           continue;
         }
         std::sort(m.threads.begin(), m.threads.end());
+        // A named copy: clang before 16 cannot capture a structured binding.
+        const auto& wanted = factor;
         auto f = std::find_if(factors.begin(), factors.end(),
-                              [&](const auto& entry) { return entry.first == factor; });
+                              [&](const auto& entry) { return entry.first == wanted; });
         if (f == factors.end()) {
           factors.emplace_back(factor, std::vector<MmMeasurement>{});
           f = factors.end() - 1;

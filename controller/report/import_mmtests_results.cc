@@ -549,7 +549,9 @@ absl::StatusOr<ImportedRun> ImportMmtestsResults(const ImportFiles& files) {
   run.spec.set_benchmark(benchmark);
 
   int64_t job = 0;
-  for (const auto& [arm, iters] : parsed) {
+  for (const auto& [arm_name, iters] : parsed) {
+    // A named copy: clang before 16 cannot capture a structured binding.
+    const std::string& arm = arm_name;
     std::map<std::string, uint32_t> iteration_of;  // factor -> iterations so far
     for (const MmiIter& it : iters) {
       if (it.boot.start > 0 && (run.started_unix == 0 || it.boot.start < run.started_unix)) {
