@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -57,6 +59,9 @@ struct StoredObject {
   int64_t last_use_millis = 0;
   int64_t saved_last_use_millis = 0;  // what the index file holds
   std::set<std::string> pins;
+  // File name -> when a read reaching its end last checked its sha256 (not persisted: a
+  // restart checks each file once more).
+  std::map<std::string, int64_t, std::less<>> served_check_millis;
 };
 
 void DeleteTree(const std::string& path) {
@@ -581,6 +586,7 @@ absl::StatusOr<ArtifactManifest> ArtifactStoreImpl::Manifest(std::string_view id
 absl::StatusOr<std::string> ArtifactStoreImpl::ReadChunk(std::string_view id, std::string_view file,
                                                          uint64_t offset, uint64_t max_bytes) {
   uint64_t want = 0;
+  std::optional<ArtifactFile> check_at_end;  // the file, when this read must check it
   {
     absl::MutexLock lock(&mu_);
     TLB_ASSIGN_OR_RETURN(StoredObject * object, FindObjectLocked(id));
@@ -596,6 +602,30 @@ absl::StatusOr<std::string> ArtifactStoreImpl::ReadChunk(std::string_view id, st
     }
     want = std::min({max_bytes, options_.max_chunk_bytes, spec->size - offset});
     TouchLocked(*object);
+    if (offset + want == spec->size) {
+      const int64_t now = clock_.NowMillis();
+      auto [checked, first] = object->served_check_millis.try_emplace(std::string(file), now);
+      if (first ||
+          now - checked->second >= absl::ToInt64Milliseconds(options_.verify_served_every)) {
+        checked->second = now;
+        check_at_end = *spec;
+      }
+    }
+  }
+  if (check_at_end.has_value()) {
+    // Outside the lock (hashing a large file takes a while). Only corruption quarantines; a
+    // read error says nothing of the bytes and is returned as it is.
+    absl::Status s = VerifyArtifactFile(paths::ObjectDir(root_, id), *check_at_end);
+    if (absl::IsDataLoss(s) || absl::IsNotFound(s)) {
+      absl::MutexLock lock(&mu_);
+      if (!objects_.contains(id)) return FindObjectLocked(id).status();  // evicted meanwhile
+      spdlog::error("artifacts: {} rotted on disk ({}); quarantined", std::string(id),
+                    std::string(s.message()));
+      QuarantineLocked(std::string(id), std::string(s.message()));
+      return absl::DataLossError(
+          absl::StrCat("artifact ", std::string(id), " quarantined: ", s.message()));
+    }
+    if (!s.ok()) return s;
   }
   // Outside the lock: an eviction may remove the file now. An open descriptor still reads the
   // whole (unlinked) file; a failed open is NOT_FOUND, as if asked a moment later.

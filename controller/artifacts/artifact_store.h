@@ -70,6 +70,11 @@ class ArtifactStore {
     // Last use is written to the index at most this often per artifact (reads are frequent;
     // an LRU order a minute stale after a crash costs nothing).
     absl::Duration last_use_resolution = absl::Minutes(1);
+    // A read that reaches the end of a file checks that file's sha256 again (outside the
+    // lock), at most once per file in this interval: bytes that rotted on disk are
+    // quarantined the first time they would be served whole, not fetched and refused by
+    // every agent. Zero checks at every such read.
+    absl::Duration verify_served_every = absl::Minutes(10);
     Clock* clock = nullptr;      // Clock::Real() when null
     DiskWriter* disk = nullptr;  // DiskWriter::Real() when null: tests inject ENOSPC here
   };
@@ -112,6 +117,8 @@ class ArtifactStore {
   virtual absl::StatusOr<ArtifactManifest> Manifest(std::string_view id) = 0;
   // Up to min(max_bytes, max_chunk_bytes) bytes of file `file` from `offset`; empty at its
   // end; OUT_OF_RANGE past it; NOT_FOUND for an unknown artifact or file. Counts as a use.
+  // A read reaching the file's end first checks the whole file (Options::verify_served_every):
+  // a mismatch quarantines the artifact, as Verify does, and returns its DATA_LOSS.
   virtual absl::StatusOr<std::string> ReadChunk(std::string_view id, std::string_view file,
                                                 uint64_t offset, uint64_t max_bytes) = 0;
   // Recomputes every checksum of a published artifact. A mismatch moves it to quarantine/

@@ -407,6 +407,53 @@ TEST_F(ArtifactStoreTest, VerifyQuarantinesACorruptedObject) {
   EXPECT_TRUE(Upload(reopened, a).ok());
 }
 
+TEST_F(ArtifactStoreTest, BytesThatRotOnDiskAreQuarantinedWhenServedNotFetchedForever) {
+  ArtifactStore& store = Reopen();
+  TestArtifact a = MakeSizedArtifact("a", 4'000);
+  ASSERT_TRUE(Upload(store, a).ok());
+  ASSERT_TRUE(store.Pin(a.id(), "run-1").ok());
+  const std::string good = ReadAll(store, a.id(), "System.map");
+  ASSERT_EQ(good.size(), 1000u);
+
+  const std::string path = ArtifactDataFile(paths::ObjectDir(dir_, a.id()), "System.map");
+  std::string bytes = good;
+  bytes[10] ^= 0x01;  // rotted after it was served once, same size
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  // Within the interval the file is not hashed again at every fetch (it was checked at the
+  // first fetch's end): the rotted bytes still go out, and the fetcher refuses them.
+  clock_.Advance(absl::Minutes(1));
+  EXPECT_EQ(ReadAll(store, a.id(), "System.map"), bytes);
+  // Once the interval has passed, the read reaching the end checks the file: quarantined,
+  // never served again, and the same build can be uploaded again.
+  clock_.Advance(absl::Minutes(10));
+  const std::string after = ReadAll(store, a.id(), "System.map");
+  EXPECT_THAT(after, HasSubstr("DATA_LOSS"));
+  EXPECT_THAT(after, HasSubstr("quarantined: file System.map: 1000 bytes, sha256"));
+  EXPECT_TRUE(absl::IsNotFound(store.Manifest(a.id()).status()));
+  EXPECT_EQ(Entries(paths::QuarantineDir(dir_)).size(), 1u);
+  EXPECT_EQ(store.UsedBytes(), 0u);
+  EXPECT_TRUE(Upload(store, a).ok());
+  EXPECT_EQ(ReadAll(store, a.id(), "System.map"), good);
+}
+
+TEST_F(ArtifactStoreTest, AReadThatStopsBeforeTheEndChecksNothing) {
+  ArtifactStore& store = Reopen();
+  TestArtifact a = MakeTestArtifact("a", {{"bzImage", "0123456789"}});
+  ASSERT_TRUE(Upload(store, a).ok());
+  const std::string path = ArtifactDataFile(paths::ObjectDir(dir_, a.id()), "bzImage");
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << "0123456780";
+  }
+  EXPECT_EQ(*store.ReadChunk(a.id(), "bzImage", 0, 4), "0123");
+  EXPECT_TRUE(store.Manifest(a.id()).ok());
+  EXPECT_TRUE(absl::IsDataLoss(store.ReadChunk(a.id(), "bzImage", 4, 100).status()));
+  EXPECT_TRUE(absl::IsNotFound(store.Manifest(a.id()).status()));
+}
+
 TEST_F(ArtifactStoreTest, ReadChunkAtAndPastTheEnd) {
   ArtifactStore& store = Reopen();
   TestArtifact a = MakeTestArtifact("a", {{"bzImage", "0123456789"}});
