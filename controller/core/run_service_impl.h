@@ -47,8 +47,8 @@ class RunServiceImpl final : public RunService {
 
   store::Store& store_;
   FleetState& fleet_;
-  const absl::Duration resolve_at_submit_;
   const Clock& clock_;
+  const absl::Duration resolve_at_submit_;
 };
 
 }  // namespace tlbfleet::core
