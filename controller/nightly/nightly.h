@@ -198,10 +198,10 @@ class Nightly : public core::FleetObserver {
   // with the reason) or no builder could answer (asked again later).
   bool CheckRevertApplies(AnyBisection& b, const bisect::NextAction& next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  // A commit bisection's run that failed because a kernel it measures did not build: the
-  // tested commit is skipped (git bisect skip; good's or bad's stops the bisection), the
+  // A commit bisection's run that failed because a kernel it measures did not build or did
+  // not boot: the tested commit is skipped (git bisect skip; good's or bad's stops the bisection), the
   // revert check is skipped. nullopt when the failure is not that (RunFailed then).
-  std::optional<absl::Status> SkipUnbuildable(AnyBisection& b, const v1::Run& run)
+  std::optional<absl::Status> SkipUntestable(AnyBisection& b, const v1::Run& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
 
   // Logs at error that `what` (with its ids) failed in the store, counts it, and has the work

@@ -416,7 +416,7 @@ absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& ru
       // The samples cannot be compared (none of the metric, say): asking again changes nothing.
       s = b->RunFailed(run.id(), absl::StrCat("its samples cannot be compared: ", s.message()));
     }
-  } else if (std::optional<absl::Status> skipped = SkipUnbuildable(*b, run); skipped.has_value()) {
+  } else if (std::optional<absl::Status> skipped = SkipUntestable(*b, run); skipped.has_value()) {
     s = *skipped;
   } else {
     s = b->RunFailed(run.id(), run.error().empty() ? v1::RunState_Name(run.state()) : run.error());
@@ -435,7 +435,7 @@ absl::Status Nightly::BisectRunFinished(v1::BisectState state, const v1::Run& ru
   return absl::OkStatus();
 }
 
-std::optional<absl::Status> Nightly::SkipUnbuildable(AnyBisection& b, const v1::Run& run) {
+std::optional<absl::Status> Nightly::SkipUntestable(AnyBisection& b, const v1::Run& run) {
   bisect::CommitBisection* commits = b.commits();
   if (commits == nullptr || run.state() != v1::RUN_STATE_FAILED) return std::nullopt;
   // The kernel that could not be tested, and why: a build that failed, or one that built and
