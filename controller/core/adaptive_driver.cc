@@ -7,6 +7,7 @@
 #include "catalogue/catalogue.h"
 #include "controller/report/compare.h"
 #include "controller/report/comparison.h"
+#include "controller/report/sequential.h"
 #include "spdlog/spdlog.h"
 
 namespace tlbfleet::core {
@@ -105,8 +106,10 @@ void AdaptiveDriver::Decide(const store::ActiveRun& run) {
   if (kept != unwritten_.end() && now < kept->second.retry_at_ms) return;
 
   report::AdaptiveDecision decision;
+  std::optional<std::set<report::SweepArm>> measured;  // stop: verdict: what still gets jobs
   if (kept != unwritten_.end()) {
     decision = kept->second.decision;
+    measured = kept->second.measured;
   } else {
     absl::StatusOr<std::vector<v1::Sample>> samples = store_.GetSamples(run.run_id);
     if (!samples.ok()) {
@@ -124,13 +127,29 @@ void AdaptiveDriver::Decide(const store::ActiveRun& run) {
     absl::StatusOr<report::Comparison> comparison =
         report::Compare(report::ObservationsFromSamples(*samples), options);
     if (comparison.ok()) {
-      decision = report::DecideAdaptive(run.spec.adaptive(), metrics, *comparison, plan);
+      // The rows of the previous look, as stored: a row decided then keeps its verdict (and
+      // its (sweep value, arm) stays unmeasured) across a controller restart.
+      std::vector<report::RowOutcome> earlier;
+      for (const v1::AdaptiveRow& row : stored->adaptive_rows()) {
+        earlier.push_back(report::FromAdaptiveRow(row));
+      }
+      decision = report::DecideAdaptive(run.spec.adaptive(), metrics, *comparison, plan, &earlier);
+      if (!decision.rows.empty()) {
+        for (report::RowOutcome& row : decision.rows) {
+          const bool before = std::any_of(earlier.begin(), earlier.end(), [&](const auto& e) {
+            return e.decided && e.metric == row.metric && e.param_name == row.param_name &&
+                   e.param_value == row.param_value && e.arm == row.arm;
+          });
+          if (row.decided && !before) row.decided_round = stored->adaptive_rounds();
+        }
+        measured = report::StillMeasured(decision.rows, *comparison);
+      }
     } else {
       decision.reason = absl::StrCat("stopped: the comparison failed: ",
                                      std::string(comparison.status().message()));
     }
   }
-  absl::Status s = Write(run.run_id, decision, stored->adaptive_rounds());
+  absl::Status s = Write(run.run_id, decision, measured, stored->adaptive_rounds());
   if (s.ok()) {
     unwritten_.erase(run.run_id);
     if (decision.action != report::AdaptiveDecision::Action::kStop) {
@@ -140,6 +159,7 @@ void AdaptiveDriver::Decide(const store::ActiveRun& run) {
   }
   Unwritten& u = unwritten_[run.run_id];
   u.decision = decision;
+  u.measured = measured;
   u.plan = plan;
   ++u.failures;
   u.retry_at_ms = now + BackoffMs(u.failures);
@@ -158,16 +178,38 @@ void AdaptiveDriver::Decide(const store::ActiveRun& run) {
 }
 
 absl::Status AdaptiveDriver::Write(const std::string& run_id,
-                                   const report::AdaptiveDecision& decision, uint32_t rounds) {
-  if (decision.action == report::AdaptiveDecision::Action::kStop) {
+                                   const report::AdaptiveDecision& decision,
+                                   const std::optional<std::set<report::SweepArm>>& measured,
+                                   uint32_t rounds) {
+  const bool stop = decision.action == report::AdaptiveDecision::Action::kStop;
+  std::vector<v1::AdaptiveRow> rows;
+  for (const report::RowOutcome& row : decision.rows) {
+    const bool measuring =
+        measured && measured->count({row.param_name, row.param_value, row.arm}) > 0;
+    rows.push_back(report::ToAdaptiveRow(row, measuring, stop));
+  }
+  if (stop) {
     spdlog::info("run={} adaptive: {}", run_id, decision.reason);
-    return store_.FinishAdaptiveRun(run_id, decision.reason, clock_.NowMillis());
+    return store_.FinishAdaptiveRun(run_id, decision.reason, clock_.NowMillis(), rows);
   }
   spdlog::info("run={} adaptive round {}: {}", run_id, rounds + 1, decision.reason);
   store::RunExtension extension;
   extension.add_boot = decision.action == report::AdaptiveDecision::Action::kAddBoot;
   extension.iterations_per_boot = decision.iterations_per_boot;
   extension.note = decision.reason;
+  extension.rows = std::move(rows);
+  if (measured) {
+    extension.measured.emplace();
+    for (const report::SweepArm& cell : *measured) {
+      extension.measured->emplace(cell.param_name, cell.param_value, cell.arm);
+    }
+    for (const v1::AdaptiveRow& row : extension.rows) {
+      if (row.decided() && row.decided_round() == rounds) {
+        spdlog::info("run={} adaptive row {} {}={} arm {}: {}", run_id, row.metric(),
+                     row.param_name(), row.param_value(), row.arm(), row.reason());
+      }
+    }
+  }
   return store_.ExtendRun(run_id, extension, clock_.NowMillis());
 }
 

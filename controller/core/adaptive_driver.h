@@ -7,11 +7,18 @@
 // A decision whose write fails (ExtendRun, FinishAdaptiveRun) is kept and only its write is
 // retried, with exponential backoff (1 s doubling to 60 s); after kMaxWriteFailures failures
 // the run fails with the error. Nothing is recomputed unless the run's plan changed meanwhile.
+//
+// stop: verdict runs: each look's rows are stored with the run (Run.adaptive_rows) and passed
+// back to the next look, so a decided row keeps its verdict across looks and restarts, and
+// the run grows only in the (sweep value, arm) that report::StillMeasured names
+// (docs/statistics.md#rows-that-stop-on-their-own).
 // Thread-safe.
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "controller/report/adaptive.h"
+#include "controller/report/sequential.h"
 #include "controller/store/store.h"
 
 namespace tlbfleet::core {
@@ -51,13 +59,14 @@ class AdaptiveDriver {
   // A decision taken whose write failed: kept to retry the write, not the bootstrap.
   struct Unwritten {
     report::AdaptiveDecision decision;
+    std::optional<std::set<report::SweepArm>> measured;
     report::AdaptivePlan plan;  // the plan it was taken for
     int failures = 0;
     int64_t retry_at_ms = 0;
   };
   void Decide(const store::ActiveRun& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(decide_mu_);
   absl::Status Write(const std::string& run_id, const report::AdaptiveDecision& decision,
-                     uint32_t rounds);
+                     const std::optional<std::set<report::SweepArm>>& measured, uint32_t rounds);
   void Loop();
 
   store::Store& store_;

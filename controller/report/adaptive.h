@@ -68,6 +68,9 @@ struct RowOutcome {
   // spending function's increment); 0 when the row could not be tested at this look.
   double information = 0;
   double look_alpha = 0;
+  // The caller's round of the look that decided it (the driver's adaptive_rounds then); kept
+  // with the verdict. DecideSequential leaves it 0.
+  uint32_t decided_round = 0;
 };
 
 struct AdaptiveDecision {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -282,6 +286,104 @@ AdaptiveDecision DecideSequential(const v1::AdaptiveSpec& adaptive,
   }
   d.reason = absl::StrCat("maximum reached (", SequentialPlanText(plan), ") with ", why);
   return d;
+}
+
+std::set<SweepArm> StillMeasured(const std::vector<RowOutcome>& rows,
+                                 const Comparison& comparison) {
+  // Per (sweep value, arm), and per sweep value for the baseline: whether any row is open.
+  std::map<SweepArm, bool> arm_open;
+  std::map<std::pair<std::string, std::string>, bool> value_open;
+  for (const RowOutcome& row : rows) {
+    arm_open[{row.param_name, row.param_value, row.arm}] |= !row.decided;
+    value_open[{row.param_name, row.param_value}] |= !row.decided;
+  }
+  std::set<SweepArm> out;
+  for (const GroupResult& g : comparison.groups) {
+    for (size_t i = 0; i < g.arms.size(); ++i) {
+      SweepArm cell{g.param_name, g.param_value, g.arms[i].arm};
+      if (i == 0) {
+        auto it = value_open.find({g.param_name, g.param_value});
+        if (it != value_open.end() && !it->second) continue;
+      } else if (auto it = arm_open.find(cell); it != arm_open.end() && !it->second) {
+        continue;
+      }
+      out.insert(std::move(cell));
+    }
+  }
+  return out;
+}
+
+v1::AdaptiveRow ToAdaptiveRow(const RowOutcome& row, bool measuring, bool run_stopped) {
+  v1::AdaptiveRow out;
+  out.set_metric(row.metric);
+  out.set_param_name(row.param_name);
+  out.set_param_value(row.param_value);
+  out.set_arm(row.arm);
+  if (row.decided) out.set_verdict(VerdictName(row.verdict));
+  out.set_decided(row.decided);
+  out.set_measuring(measuring && !run_stopped);
+  out.set_decided_round(row.decided_round);
+  out.set_base_boots(static_cast<uint32_t>(row.base_boots));
+  out.set_arm_boots(static_cast<uint32_t>(row.arm_boots));
+  out.set_base_samples(row.base_samples);
+  out.set_arm_samples(row.arm_samples);
+  if (row.ratio) out.set_ratio(*row.ratio);
+  const std::optional<double> p = row.verdict == Verdict::kSame ? row.same_p : row.p;
+  if (p) out.set_p(*p);
+  out.set_look_alpha(row.look_alpha);
+  const std::string used = absl::StrCat(
+      row.arm_boots, " boot", row.arm_boots == 1 ? "" : "s", " and ", row.arm_samples,
+      " samples of the arm, ", row.base_boots, " and ", row.base_samples, " of the baseline");
+  if (row.decided) {
+    out.set_reason(absl::StrCat(
+        VerdictName(row.verdict), " at round ", row.decided_round, ": ",
+        row.verdict == Verdict::kSame ? "the TOST at the margin" : "the ratio test", " had p ",
+        absl::StrFormat("%.3g", p.value_or(0)), " below the look's level ",
+        absl::StrFormat("%.3g", row.look_alpha), ", with ", used,
+        measuring && !run_stopped ? "; still measured for another row of its sweep value"
+                                  : "; no more jobs for it"));
+  } else if (!row.p || !(row.look_alpha > 0)) {
+    out.set_reason(absl::StrCat(run_stopped
+                                    ? "no verdict: the run stopped before it could be tested"
+                                    : "waiting: too few boots or iterations per arm to test",
+                                " (", used, ")"));
+  } else {
+    out.set_reason(absl::StrCat(
+        run_stopped ? "no verdict by the maximum: " : "open: ", "p ",
+        absl::StrFormat("%.3g", *row.p), " (TOST ", absl::StrFormat("%.3g", row.same_p.value_or(1)),
+        ") not below the look's level ", absl::StrFormat("%.3g", row.look_alpha), ", with ", used));
+  }
+  return out;
+}
+
+RowOutcome FromAdaptiveRow(const v1::AdaptiveRow& row) {
+  RowOutcome out;
+  out.metric = row.metric();
+  out.param_name = row.param_name();
+  out.param_value = row.param_value();
+  out.arm = row.arm();
+  GroupResult group;
+  group.metric = row.metric();
+  group.param_name = row.param_name();
+  group.param_value = row.param_value();
+  out.label = RowLabel(group, row.arm());
+  out.decided = row.decided();
+  if (out.decided) {
+    for (Verdict v : {Verdict::kBetter, Verdict::kWorse, Verdict::kSame}) {
+      if (row.verdict() == VerdictName(v)) out.verdict = v;
+    }
+    // A verdict this build does not know: the row is re-tested rather than given a wrong one.
+    if (out.verdict == Verdict::kUnknown) out.decided = false;
+  }
+  out.decided_round = row.decided_round();
+  out.base_boots = row.base_boots();
+  out.arm_boots = row.arm_boots();
+  out.base_samples = static_cast<size_t>(row.base_samples());
+  out.arm_samples = static_cast<size_t>(row.arm_samples());
+  if (row.has_ratio()) out.ratio = row.ratio();
+  if (row.has_p()) (out.verdict == Verdict::kSame ? out.same_p : out.p) = row.p();
+  out.look_alpha = row.look_alpha();
+  return out;
 }
 
 }  // namespace tlbfleet::report

@@ -18,17 +18,27 @@
 // from the joint normal distribution of the looks (Jennison & Turnbull 2000, ch. 7), which
 // are anticonservative at the 1–10 degrees of freedom of boot units.
 //
-// Pure functions: the driver (per run or, later, per row) and `tlbfleet adaptive --from-csv`
-// call them with the comparison of the samples so far.
+// Pure functions: the driver and `tlbfleet adaptive --from-csv` call them with the
+// comparison of the samples so far.
+//
+// Rows that stop on their own (docs/statistics.md#rows-that-stop-on-their-own): the driver
+// passes each look's rows back in, so a decided row keeps its verdict, and measures only the
+// (sweep value, arm) that StillMeasured names. The Bonferroni split stays m, the number of
+// all rows, at every look: a decided row spends nothing more, and the union bound holds
+// whichever rows stop when.
 
 #include <cstddef>
+#include <cstdint>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "controller/report/adaptive.h"
 #include "controller/report/comparison.h"
 #include "tlbfleet/v1/common.pb.h"
+#include "tlbfleet/v1/fleet.pb.h"
 
 namespace tlbfleet::report {
 
@@ -77,5 +87,34 @@ AdaptiveDecision DecideSequential(const v1::AdaptiveSpec& adaptive,
                                   const std::vector<std::string>& metrics,
                                   const Comparison& comparison, const AdaptivePlan& plan,
                                   const std::vector<RowOutcome>& earlier);
+
+// A (sweep value, arm) of a run: what gets jobs (param_name and param_value as the jobs and
+// the comparison's groups have them; both empty without a sweep).
+struct SweepArm {
+  std::string param_name;
+  std::string param_value;
+  std::string arm;
+  bool operator<(const SweepArm& o) const {
+    return std::tie(param_name, param_value, arm) < std::tie(o.param_name, o.param_value, o.arm);
+  }
+  bool operator==(const SweepArm& o) const {
+    return param_name == o.param_name && param_value == o.param_value && arm == o.arm;
+  }
+};
+
+// The (sweep value, arm) still to measure after a look whose rows are `rows`
+// (AdaptiveDecision.rows): every (sweep value, arm) of `comparison` (any metric) except an
+// arm whose rows at that sweep value (every judged metric) are all decided, and the
+// baseline at a sweep value where every arm's rows are decided. The baseline thus goes on
+// while any row at its sweep value is open, and every open row's arm and baseline get the
+// same new boots: the design of the open rows stays balanced.
+std::set<SweepArm> StillMeasured(const std::vector<RowOutcome>& rows, const Comparison& comparison);
+
+// A row as Run.adaptive_rows shows it and the store keeps it, and back. `measuring`: its
+// (sweep value, arm) still gets jobs; `run_stopped`: the run has stopped (an open row then
+// got no verdict by the maximum). AdaptiveRow.p is the p of the test that decided it: the
+// TOST's for `same`, the ratio test's otherwise (and for open rows).
+v1::AdaptiveRow ToAdaptiveRow(const RowOutcome& row, bool measuring, bool run_stopped);
+RowOutcome FromAdaptiveRow(const v1::AdaptiveRow& row);
 
 }  // namespace tlbfleet::report

@@ -4,6 +4,7 @@
 
 #include "controller/report/adaptive_replay.h"
 #include "controller/report/calibration.h"
+#include "controller/report/row_stopping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -284,6 +285,180 @@ TEST(SequentialCalibrationTest, FindsRealChangesAndStopsEarly) {
   EXPECT_GE(c.better, 190);
   EXPECT_EQ(c.worse, 0);
   EXPECT_LT(c.samples, 6 * 5);  // fewer than the maximum's samples on average
+}
+
+// --- rows that stop on their own (row_stopping.h: DecideAdaptive with the previous look's
+// rows, StillMeasured for the next boot, as the driver does) ---
+
+TEST(StillMeasuredTest, ADecidedArmStopsAndTheBaselineGoesOnWhileAnyRowThereIsOpen) {
+  Comparison c;
+  for (const char* value : {"1", "2"}) {
+    GroupResult g;
+    g.metric = "ops";
+    g.param_name = "threads";
+    g.param_value = value;
+    for (const char* arm : {"base", "x", "y"}) {
+      ArmResult a;
+      a.arm = arm;
+      g.arms.push_back(a);
+    }
+    c.groups.push_back(g);
+  }
+  auto row = [](const char* value, const char* arm, bool decided) {
+    RowOutcome r;
+    r.metric = "ops";
+    r.param_name = "threads";
+    r.param_value = value;
+    r.arm = arm;
+    r.decided = decided;
+    r.verdict = decided ? Verdict::kSame : Verdict::kUnknown;
+    return r;
+  };
+  // threads=1: x decided, y open; threads=2: both decided.
+  const std::set<SweepArm> measured = StillMeasured(
+      {row("1", "x", true), row("1", "y", false), row("2", "x", true), row("2", "y", true)}, c);
+  EXPECT_EQ(measured, (std::set<SweepArm>{{"threads", "1", "base"}, {"threads", "1", "y"}}));
+  // Nothing decided: everything is measured.
+  EXPECT_EQ(StillMeasured({row("1", "x", false), row("1", "y", false), row("2", "x", false),
+                           row("2", "y", false)},
+                          c)
+                .size(),
+            6u);
+}
+
+TEST(AdaptiveRowTest, RoundTripsWhatTheNextLookNeeds) {
+  RowOutcome r;
+  r.metric = "ops";
+  r.param_name = "threads";
+  r.param_value = "4";
+  r.arm = "new";
+  r.verdict = Verdict::kSame;
+  r.decided = true;
+  r.decided_round = 3;
+  r.base_boots = 4;
+  r.arm_boots = 4;
+  r.base_samples = 20;
+  r.arm_samples = 20;
+  r.ratio = 1.002;
+  r.p = 0.9;
+  r.same_p = 0.0001;
+  r.look_alpha = 0.002;
+  const v1::AdaptiveRow out = ToAdaptiveRow(r, false, false);
+  EXPECT_EQ(out.verdict(), "same");
+  EXPECT_DOUBLE_EQ(out.p(), 0.0001);  // the TOST decided it
+  EXPECT_FALSE(out.measuring());
+  EXPECT_THAT(out.reason(), HasSubstr("same at round 3"));
+  EXPECT_THAT(out.reason(), HasSubstr("no more jobs"));
+  const RowOutcome back = FromAdaptiveRow(out);
+  EXPECT_TRUE(back.decided);
+  EXPECT_EQ(back.verdict, Verdict::kSame);
+  EXPECT_EQ(back.decided_round, 3u);
+  EXPECT_EQ(back.arm_samples, 20u);
+  EXPECT_EQ(back.ratio, 1.002);
+  EXPECT_EQ(back.same_p, 0.0001);
+  EXPECT_EQ(back.label, "ops threads=4, arm new");
+
+  RowOutcome open = r;
+  open.decided = false;
+  open.verdict = Verdict::kUnknown;
+  const v1::AdaptiveRow o = ToAdaptiveRow(open, true, false);
+  EXPECT_EQ(o.verdict(), "");
+  EXPECT_TRUE(o.measuring());
+  EXPECT_DOUBLE_EQ(o.p(), 0.9);
+  EXPECT_THAT(o.reason(), HasSubstr("open"));
+  EXPECT_THAT(ToAdaptiveRow(open, true, true).reason(), HasSubstr("no verdict by the maximum"));
+  EXPECT_FALSE(ToAdaptiveRow(open, true, true).measuring());
+  EXPECT_FALSE(FromAdaptiveRow(o).decided);
+}
+
+struct RowStoppingCounts {
+  int runs = 0, rows = 0, any_false = 0;
+  int false_rows = 0;     // better/worse under no change, worse under a gain
+  int decided_early = 0;  // rows decided before the run's last look
+  size_t boots_measured = 0, boots_whole_run = 0;
+};
+
+RowStoppingCounts CountRowStopping(const calibration::Design& noise,
+                                   const std::vector<double>& changes, const v1::AdaptiveSpec& spec,
+                                   int runs, uint64_t seed) {
+  RowStoppingCounts c;
+  for (int k = 0; k < runs; ++k) {
+    absl::StatusOr<RowStoppingRun> r = SimulateRowStopping(noise, changes, spec, seed, k);
+    if (!r.ok()) {
+      ADD_FAILURE() << r.status();
+      return c;
+    }
+    ++c.runs;
+    bool any_false = false;
+    for (const RowOutcome& row : r->rows) {
+      ++c.rows;
+      const double change = changes[std::stoul(row.param_value)];
+      const bool wrong = change == 0
+                             ? row.verdict == Verdict::kBetter || row.verdict == Verdict::kWorse
+                             : row.verdict == Verdict::kWorse;
+      c.false_rows += wrong;
+      any_false |= wrong;
+      c.decided_early += row.decided && row.decided_round + 1 < r->looks;
+    }
+    c.any_false += any_false;
+    c.boots_measured += r->boots_measured;
+    c.boots_whole_run += r->boots_whole_run;
+  }
+  return c;
+}
+
+// Eight null rows of one run, each stopping on its own (a decided row's sweep value gets no
+// more boots while the others go on): Bonferroni per look across the 8 rows keeps the
+// chance of any false better/worse in a run within 5 % (binomial bound), and rows do stop
+// at different looks, saving machine time.
+TEST(RowStoppingCalibrationTest, EightNullRowsStoppingOnTheirOwnKeepTheFamilyWiseRate) {
+  const int runs = 200;
+  const std::vector<double> none(8, 0.0);
+  RowStoppingCounts c =
+      CountRowStopping(Interleaved(10, 5, 0, 8), none, VerdictSpec(1, 10), runs, kSeed + 5);
+  EXPECT_EQ(c.runs, runs);
+  EXPECT_EQ(c.rows, 8 * runs);
+  EXPECT_LE(c.any_false, calibration::BinomialUpperBound(runs, 0.05));
+  EXPECT_GT(c.decided_early, 0);
+  EXPECT_LT(c.boots_measured, c.boots_whole_run);
+  // Pocock spends more early: more early stops, same guarantee.
+  v1::AdaptiveSpec pocock = VerdictSpec(1, 10);
+  pocock.set_spending(v1::AdaptiveSpec::SPENDING_POCOCK);
+  c = CountRowStopping(Interleaved(10, 5, 0, 8), none, pocock, runs, kSeed + 6);
+  EXPECT_LE(c.any_false, calibration::BinomialUpperBound(runs, 0.05));
+}
+
+// A mix of null and changed rows: the changed ones are found and stop early (their sweep
+// values stop costing boots), the null ones get no false verdict beyond the bound.
+TEST(RowStoppingCalibrationTest, AMixOfChangedRowsIsFoundAndStopsEarly) {
+  const int runs = 100;
+  const std::vector<double> mix = {0, 0, 0, 0, 0.02, 0.05, 0.10, 0.15};
+  RowStoppingCounts c =
+      CountRowStopping(Interleaved(10, 5, 0, 8), mix, VerdictSpec(1, 10), runs, kSeed + 7);
+  EXPECT_EQ(c.runs, runs);
+  EXPECT_LE(c.any_false, calibration::BinomialUpperBound(runs, 0.05));
+  EXPECT_LT(c.boots_measured, c.boots_whole_run);
+  int found = 0, early = 0;
+  for (int k = 0; k < runs; ++k) {
+    absl::StatusOr<RowStoppingRun> r =
+        SimulateRowStopping(Interleaved(10, 5, 0, 8), mix, VerdictSpec(1, 10), kSeed + 7, k);
+    ASSERT_TRUE(r.ok());
+    for (const RowOutcome& row : r->rows) {
+      if (row.param_value == "7") {  // the 15 % change
+        found += row.verdict == Verdict::kBetter;
+        early += row.decided && row.arm_boots < 10;
+      }
+    }
+  }
+  EXPECT_GE(found, 95);
+  EXPECT_GE(early, 95);
+}
+
+TEST(RowStoppingCalibrationTest, RefusesASpecThatDoesNotGrowBoots) {
+  EXPECT_EQ(SimulateRowStopping(Interleaved(10, 5, 0, 2), {}, VerdictSpec(0, 0, 5, 40), kSeed, 0)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -556,6 +556,12 @@ CREATE TABLE imported_sources (
   build_id   TEXT NOT NULL
 );
 )sql"},
+      {18, "adaptive runs that stop on verdicts: each row's state, kept across restarts", R"sql(
+-- The rows of a stop: verdict run after its latest look (docs/statistics.md#rows-that-stop-on-
+-- their-own): a serialized tlbfleet.v1.Run holding only adaptive_rows, so the blob parses
+-- straight into a Run. NULL before the first look and for every other run.
+ALTER TABLE runs ADD COLUMN adaptive_rows BLOB;
+)sql"},
   };
   return kMigrations;
 }

@@ -17,7 +17,7 @@ namespace {
 constexpr char kRunColumns[] =
     "id, spec, state, error, created_ms, finished_ms, iterations_per_boot, boots,"
     " adaptive_rounds, stop_reason, jobs_total, jobs_queued, jobs_leased, jobs_succeeded,"
-    " jobs_failed, jobs_cancelled, samples";
+    " jobs_failed, jobs_cancelled, samples, adaptive_rows";
 
 // A v1::Run from a row of kRunColumns.
 absl::StatusOr<v1::Run> RunFromRow(const Statement& row) {
@@ -41,7 +41,24 @@ absl::StatusOr<v1::Run> RunFromRow(const Statement& row) {
   jobs->set_failed(static_cast<uint32_t>(row.Int(14)));
   jobs->set_cancelled(static_cast<uint32_t>(row.Int(15)));
   run.set_samples(static_cast<uint64_t>(row.Int(16)));
+  if (!row.IsNull(17)) {
+    TLB_ASSIGN_OR_RETURN(
+        v1::Run rows,
+        ParseBlob<v1::Run>(row, 17, absl::StrCat("run ", row.Int(0), " adaptive_rows")));
+    run.mutable_adaptive_rows()->Swap(rows.mutable_adaptive_rows());
+  }
   return run;
+}
+
+// runs.adaptive_rows: a Run holding only the rows (migration 18), or NULL for none.
+void BindRows(Statement& q, int index, const std::vector<v1::AdaptiveRow>& rows) {
+  if (rows.empty()) {
+    q.BindNull(index);
+    return;
+  }
+  v1::Run holder;
+  for (const v1::AdaptiveRow& row : rows) *holder.add_adaptive_rows() = row;
+  q.BindBlob(index, holder.SerializeAsString());
 }
 
 bool Active(v1::RunState state) {
@@ -383,6 +400,12 @@ absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunE
         v1::JobAssignment a,
         ParseBlob<v1::JobAssignment>(templates_q, 1,
                                      absl::StrCat("job ", templates_q.Int(2), " assignment")));
+    // A (sweep value, arm) left out gets no more jobs; in a slot where none is left, the
+    // host has nothing more of this run to do.
+    if (extension.measured &&
+        extension.measured->count({a.param_name(), a.param_value(), a.arm()}) == 0) {
+      continue;
+    }
     by_slot[templates_q.Int(0)].push_back(std::move(a));
   }
   std::vector<scheduler::JobPlan> jobs;
@@ -406,19 +429,24 @@ absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunE
   }
   if (jobs.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " has no jobs to repeat; it cannot be extended"));
+        absl::StrCat("run ", run_id, " has no jobs to repeat",
+                     extension.measured ? absl::StrCat(" of the ", extension.measured->size(),
+                                                       " (sweep value, arm) still measured")
+                                        : "",
+                     "; it cannot be extended"));
   }
   TLB_RETURN_IF_ERROR(InsertJobs(db, run_id, run.spec(), jobs, -1));
   const uint32_t new_boots = extension.add_boot ? boots + 1 : boots;
-  TLB_ASSIGN_OR_RETURN(
-      Statement upd,
-      db.Prepare("UPDATE runs SET boots = ?2, iterations_per_boot = ?3,"
-                 " adaptive_rounds = adaptive_rounds + 1, stop_reason = ?4 WHERE id = ?1"));
-  TLB_RETURN_IF_ERROR(upd.Bind(1, run_id)
-                          .Bind(2, static_cast<int64_t>(new_boots))
-                          .Bind(3, static_cast<int64_t>(new_per_boot))
-                          .Bind(4, extension.note)
-                          .Run());
+  TLB_ASSIGN_OR_RETURN(Statement upd,
+                       db.Prepare("UPDATE runs SET boots = ?2, iterations_per_boot = ?3,"
+                                  " adaptive_rounds = adaptive_rounds + 1, stop_reason = ?4,"
+                                  " adaptive_rows = COALESCE(?5, adaptive_rows) WHERE id = ?1"));
+  upd.Bind(1, run_id)
+      .Bind(2, static_cast<int64_t>(new_boots))
+      .Bind(3, static_cast<int64_t>(new_per_boot))
+      .Bind(4, extension.note);
+  BindRows(upd, 5, extension.rows);
+  TLB_RETURN_IF_ERROR(upd.Run());
   v1::RunEvent event;
   event.set_run_id(absl::StrCat(run_id));
   event.set_time_unix_ms(now_ms);
@@ -431,14 +459,17 @@ absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunE
 }
 
 absl::Status FinishAdaptive(Database& db, EventBatch& events, int64_t run_id,
-                            const std::string& decision, int64_t now_ms) {
+                            const std::string& decision, int64_t now_ms,
+                            const std::vector<v1::AdaptiveRow>& rows) {
   TLB_ASSIGN_OR_RETURN(std::string not_as_planned, slots::DesignNote(db, run_id));
   const std::string reason = absl::StrCat(decision, not_as_planned);
   TLB_ASSIGN_OR_RETURN(Statement upd,
                        db.Prepare("UPDATE runs SET state = 'succeeded', finished_ms = ?2,"
-                                  " stop_reason = ?3 WHERE id = ?1"
-                                  " AND state IN ('queued', 'running')"));
-  TLB_RETURN_IF_ERROR(upd.Bind(1, run_id).Bind(2, now_ms).Bind(3, reason).Run());
+                                  " stop_reason = ?3, adaptive_rows = COALESCE(?4, adaptive_rows)"
+                                  " WHERE id = ?1 AND state IN ('queued', 'running')"));
+  upd.Bind(1, run_id).Bind(2, now_ms).Bind(3, reason);
+  BindRows(upd, 4, rows);
+  TLB_RETURN_IF_ERROR(upd.Run());
   if (db.Changes() == 0) return absl::OkStatus();
   return events::Record(db, events,
                         events::StateChange(run_id, v1::RUN_STATE_SUCCEEDED, reason, now_ms));

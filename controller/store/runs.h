@@ -61,7 +61,8 @@ absl::StatusOr<std::vector<ActiveRun>> AwaitingDecision(Database& db);
 absl::Status Extend(Database& db, EventBatch& events, int64_t run_id, const RunExtension& extension,
                     int64_t now_ms);
 absl::Status FinishAdaptive(Database& db, EventBatch& events, int64_t run_id,
-                            const std::string& reason, int64_t now_ms);
+                            const std::string& reason, int64_t now_ms,
+                            const std::vector<v1::AdaptiveRow>& rows);
 
 absl::StatusOr<StoreCounts> Counts(Database& db);
 

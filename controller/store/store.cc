@@ -419,10 +419,10 @@ absl::Status Store::ExtendRun(const std::string& run_id, const RunExtension& ext
 }
 
 absl::Status Store::FinishAdaptiveRun(const std::string& run_id, const std::string& reason,
-                                      int64_t now_ms) {
+                                      int64_t now_ms, const std::vector<v1::AdaptiveRow>& rows) {
   TLB_ASSIGN_OR_RETURN(int64_t id, ParseRunId(run_id));
   return WriteSync<Nothing>(Returning([&](Database& db, EventBatch& events) {
-           return runs::FinishAdaptive(db, events, id, reason, now_ms);
+           return runs::FinishAdaptive(db, events, id, reason, now_ms, rows);
          }))
       .status();
 }

@@ -37,6 +37,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -216,14 +217,24 @@ struct IngestResult {
   uint64_t through_seq = 0;  // highest seq of the batch (all stored or already present)
 };
 
-// How an adaptive run grows (Store::ExtendRun): a new boot of every arm, or more iterations
-// in the latest boot.
+// A (sweep value, arm) of a run, as its jobs name it: (param_name, param_value, arm).
+using SweepArmKey = std::tuple<std::string, std::string, std::string>;
+
+// How an adaptive run grows (Store::ExtendRun): a new boot of every measured (sweep value,
+// arm), or more iterations in the latest boot.
 struct RunExtension {
   bool add_boot = false;
   // !add_boot: the latest boot's new total. add_boot: the new boot's iterations (0 = the
   // current iterations per boot); it becomes the run's iterations_per_boot.
   uint32_t iterations_per_boot = 0;
   std::string note;  // why, kept as the run's stop_reason while it runs
+  // The (sweep value, arm) that get the new jobs; unset: every one of the run (stop:
+  // precision). A stop: verdict run leaves out those whose rows are all decided
+  // (docs/statistics.md#rows-that-stop-on-their-own).
+  std::optional<std::set<SweepArmKey>> measured;
+  // stop: verdict: every row's state after this look, stored with the run (Run.adaptive_rows,
+  // replacing the stored ones); empty: the stored rows stay.
+  std::vector<v1::AdaptiveRow> rows;
 };
 
 struct CompletionResult {
@@ -411,12 +422,15 @@ class Store {
   // Adaptive runs whose every job succeeded (and, for a deferred run, every slot was
   // expanded): each needs a decision, ExtendRun or FinishAdaptiveRun.
   absl::StatusOr<std::vector<ActiveRun>> AdaptiveRunsAwaitingDecision();
-  // Adds jobs to every slot, copying each slot's first iteration (RetargetJob), and counts
-  // the round. One transaction.
+  // Adds jobs to every slot, copying the first iteration of each of the slot's measured
+  // (sweep value, arm) (RetargetJob), stores the rows and counts the round. One transaction.
+  // FAILED_PRECONDITION when nothing would be added (no job of a measured (sweep value, arm)
+  // to copy).
   absl::Status ExtendRun(const std::string& run_id, const RunExtension& extension, int64_t now_ms);
-  // Marks a queued or running adaptive run succeeded, saying why it stopped.
+  // Marks a queued or running adaptive run succeeded, saying why it stopped; `rows` (stop:
+  // verdict), when given, replace the stored Run.adaptive_rows.
   absl::Status FinishAdaptiveRun(const std::string& run_id, const std::string& reason,
-                                 int64_t now_ms);
+                                 int64_t now_ms, const std::vector<v1::AdaptiveRow>& rows = {});
 
   // --- kernel builds (builds.h says what each does) ---
   absl::StatusOr<std::optional<v1::KernelBuild>> TakeBuild(const std::string& agent_id,

@@ -4,16 +4,24 @@
 // design and true change: false and true verdicts, how much each row used, and the bias of
 // the estimate where a row stopped early. Rates from fixed seeds, not timings.
 //
-//   build/tests/tlbfleet_sequential_calibration [--runs N] [--seed S]
+// The second table (docs/statistics.md#rows-that-stop-on-their-own) runs 8 rows that stop on
+// their own (report::SimulateRowStopping: a decided row's sweep value gets no more boots) and
+// reports, per row's true change, the verdicts, when rows stopped, the bias at early stops,
+// and the machine time against growing every row until the run's stop.
+//
+//   build/tests/tlbfleet_sequential_calibration [--runs N] [--seed S] [--table all|rows]
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "controller/report/adaptive_replay.h"
 #include "controller/report/calibration.h"
+#include "controller/report/row_stopping.h"
 
 namespace tlbfleet {
 namespace {
@@ -67,14 +75,115 @@ Design OneBoot(int iterations, double sd) {
   return d;
 }
 
+struct RowCase {
+  std::string name;
+  std::vector<double> changes;  // per row
+  v1::AdaptiveSpec spec;
+};
+
+// Per-row stopping: one line per (case, true change), rows of equal change pooled.
+int RowStoppingTable(int runs, uint64_t seed) {
+  const Design noise = Interleaved(10, 5, 8);
+  const std::vector<double> seed_mail = {0.0616, 0.1482, 0.0891, 0.0729,
+                                         0.0707, 0.0494, 0.0597, 0.0559};
+  const std::vector<RowCase> cases = {
+      {"8 null rows, O'Brien-Fleming", std::vector<double>(8, 0.0), Verdict(1, 10)},
+      {"8 null rows, Pocock", std::vector<double>(8, 0.0), Verdict(1, 10, 0, 0, true)},
+      {"4 null + 2/5/10/15 %, O'Brien-Fleming",
+       {0, 0, 0, 0, 0.02, 0.05, 0.10, 0.15},
+       Verdict(1, 10)},
+      {"4 null + 2/5/10/15 %, Pocock",
+       {0, 0, 0, 0, 0.02, 0.05, 0.10, 0.15},
+       Verdict(1, 10, 0, 0, true)},
+      {"seed mail's 8 changes (4.9-14.8 %), O'Brien-Fleming", seed_mail, Verdict(1, 10)},
+  };
+  std::printf(
+      "\n(per-row stopping: interleaved boots 1..10 x 5 iterations, 5 %% boot noise, 8 rows; "
+      "seed %llu, %d runs per case)\n\n",
+      static_cast<unsigned long long>(seed), runs);
+  std::printf(
+      "| case | true change | better / worse / same | mean boots of the row's arm at its "
+      "decision or the stop (max 10) | decided before the run's last look | bias at early stops "
+      "|\n| --- | --- | --- | --- | --- | --- |\n");
+  std::vector<std::string> summaries;
+  for (const RowCase& c : cases) {
+    struct Line {
+      int rows = 0, better = 0, worse = 0, same = 0, early = 0, biased = 0;
+      double boots = 0, bias = 0;
+    };
+    std::vector<std::pair<double, Line>> lines;  // by change, first appearance
+    int any_false = 0;
+    size_t measured = 0, whole = 0, fixed = 0;
+    double looks = 0;
+    for (int k = 0; k < runs; ++k) {
+      absl::StatusOr<report::RowStoppingRun> r =
+          report::SimulateRowStopping(noise, c.changes, c.spec, seed, k);
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(r.status().message()).c_str());
+        return 1;
+      }
+      bool run_false = false;
+      for (const report::RowOutcome& row : r->rows) {
+        const double change = c.changes[std::stoul(row.param_value)];
+        auto it = std::find_if(lines.begin(), lines.end(),
+                               [&](const auto& l) { return l.first == change; });
+        if (it == lines.end()) it = lines.insert(lines.end(), {change, Line{}});
+        Line& l = it->second;
+        ++l.rows;
+        l.better += row.verdict == report::Verdict::kBetter;
+        l.worse += row.verdict == report::Verdict::kWorse;
+        l.same += row.verdict == report::Verdict::kSame;
+        run_false |= change == 0 ? (row.verdict == report::Verdict::kBetter ||
+                                    row.verdict == report::Verdict::kWorse)
+                                 : row.verdict == report::Verdict::kWorse;
+        l.boots += static_cast<double>(row.arm_boots);
+        if (row.decided && row.decided_round + 1 < r->looks) {
+          ++l.early;
+          if (row.ratio) {
+            l.bias += std::log(*row.ratio) - std::log1p(change);
+            ++l.biased;
+          }
+        }
+      }
+      any_false += run_false;
+      measured += r->boots_measured;
+      whole += r->boots_whole_run;
+      fixed += 16 * 10;  // 8 sweep values x 2 arms x boots.max
+      looks += static_cast<double>(r->looks);
+    }
+    for (const auto& [change, l] : lines) {
+      std::printf("| %s | %+.1f %% | %.1f %% / %.1f %% / %.1f %% | %.2f | %.1f %% | %+.2f %% |\n",
+                  c.name.c_str(), change * 100, 100.0 * l.better / l.rows, 100.0 * l.worse / l.rows,
+                  100.0 * l.same / l.rows, l.boots / l.rows, 100.0 * l.early / l.rows,
+                  l.biased ? 100 * (std::exp(l.bias / l.biased) - 1) : 0.0);
+    }
+    char summary[512];
+    std::snprintf(summary, sizeof summary, "| %s | %.1f %% | %.2f | %.1f %% | %.1f %% |",
+                  c.name.c_str(), 100.0 * any_false / runs, looks / runs,
+                  100.0 * static_cast<double>(measured) / static_cast<double>(whole),
+                  100.0 * static_cast<double>(measured) / static_cast<double>(fixed));
+    summaries.emplace_back(summary);
+    std::fflush(stdout);
+  }
+  std::printf(
+      "\n| case | runs with any false verdict | mean looks | boots measured vs growing every row "
+      "to the same stop | vs the maximum (10 boots of every row) |\n| --- | --- | --- | --- | --- "
+      "|\n");
+  for (const std::string& line : summaries) std::printf("%s\n", line.c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   int runs = 1000;
   uint64_t seed = 20261203;
+  std::string table = "all";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--runs") runs = std::atoi(argv[i + 1]);
     if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--table") table = argv[i + 1];
   }
+  if (table == "rows") return RowStoppingTable(runs, seed);
   const std::vector<Case> cases = {
       {"interleaved, boots 1..6 x 5, O'Brien-Fleming", Interleaved(6, 5, 1), Verdict(1, 6)},
       {"interleaved, boots 1..6 x 5, Pocock", Interleaved(6, 5, 1), Verdict(1, 6, 0, 0, true)},
@@ -139,7 +248,7 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  return 0;
+  return RowStoppingTable(runs, seed);
 }
 
 }  // namespace
