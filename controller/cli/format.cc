@@ -143,6 +143,53 @@ std::string FormatRunsTable(const tlbfleet::v1::ListRunsResponse& runs) {
   return table.Render();
 }
 
+namespace {
+
+// "verdict at level 0.95 (margin 1.00% for same, O'Brien-Fleming spending), 2 rounds so far":
+// the sequential options with their defaults (report::SequentialOptionsOf's).
+std::string SequentialStopText(const Run& run) {
+  const v1::AdaptiveSpec& a = run.spec().adaptive();
+  return fmt::format(
+      "verdict at level {:g} (margin {:.2f}% for same, {} spending), {} round{} so far",
+      a.level() > 0 ? a.level() : 0.95, (a.margin() > 0 ? a.margin() : 0.01) * 100,
+      a.spending() == v1::AdaptiveSpec::SPENDING_POCOCK ? "Pocock" : "O'Brien-Fleming",
+      run.adaptive_rounds(), run.adaptive_rounds() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string AdaptiveRowLabel(const v1::AdaptiveRow& row) {
+  std::string label = row.metric();
+  if (!row.param_name().empty()) {
+    label += fmt::format(" {}={}", row.param_name(), row.param_value());
+  } else if (!row.param_value().empty()) {
+    label += " " + row.param_value();
+  }
+  return fmt::format("{}, arm {}", label, row.arm());
+}
+
+std::string FormatAdaptiveRows(const Run& run) {
+  if (run.adaptive_rows_size() == 0) return "";
+  TextTable table({"ROW", "STATE", "VERDICT", "BOOTS B/A", "SAMPLES B/A", "RATIO", "P", "WHY"});
+  table.SetAlign(3, TextTable::Align::kRight);
+  table.SetAlign(4, TextTable::Align::kRight);
+  table.SetAlign(5, TextTable::Align::kRight);
+  table.SetAlign(6, TextTable::Align::kRight);
+  int measuring = 0, decided = 0;
+  for (const v1::AdaptiveRow& row : run.adaptive_rows()) {
+    measuring += row.measuring();
+    decided += row.decided();
+    table.AddRow({AdaptiveRowLabel(row), row.measuring() ? "measuring" : "stopped",
+                  row.decided() && !row.verdict().empty() ? row.verdict() : "-",
+                  fmt::format("{}/{}", row.base_boots(), row.arm_boots()),
+                  fmt::format("{}/{}", row.base_samples(), row.arm_samples()),
+                  row.has_ratio() ? fmt::format("{:.4f}", row.ratio()) : "-",
+                  row.has_p() ? fmt::format("{:.3g}", row.p()) : "-", OrDash(row.reason())});
+  }
+  return fmt::format("rows: {} of {} decided, {} measuring (B/A: baseline/arm)\n{}", decided,
+                     run.adaptive_rows_size(), measuring, table.Render());
+}
+
 std::string FormatRunDetails(const Run& run) {
   const auto& jobs = run.jobs();
   std::vector<std::pair<std::string, std::string>> lines = {
@@ -181,7 +228,9 @@ std::string FormatRunDetails(const Run& run) {
     }
     lines.emplace_back("boots", text);
   }
-  if (adaptive.target_ci() > 0) {
+  if (adaptive.stop() == v1::AdaptiveSpec::STOP_VERDICT) {
+    lines.emplace_back("stop", SequentialStopText(run));
+  } else if (adaptive.target_ci() > 0) {
     lines.emplace_back("target", fmt::format("ratio CI half-width {:.2f}%, {} round{} so far",
                                              adaptive.target_ci() * 100, run.adaptive_rounds(),
                                              run.adaptive_rounds() == 1 ? "" : "s"));
@@ -234,6 +283,7 @@ std::string FormatRunDetails(const Run& run) {
   for (const auto& [key, value] : lines) {
     out += fmt::format("{:<{}}{}\n", key + ":", width + 2, value);
   }
+  if (run.adaptive_rows_size() > 0) out += "\n" + FormatAdaptiveRows(run);
   return out;
 }
 

@@ -52,8 +52,18 @@ uint32_t JobsDone(const tlbfleet::v1::JobCounts& jobs);
 
 // The `runs` table: ID NAME BENCHMARK STATE JOBS CREATED (JOBS = done/total).
 std::string FormatRunsTable(const tlbfleet::v1::ListRunsResponse& runs);
-// The `run` details: one "key: value" line per field, error last when present.
+// The `run` details: one "key: value" line per field, error last when present; an adaptive
+// run with stop: verdict adds its options ("stop:") and ends with its rows' table.
 std::string FormatRunDetails(const tlbfleet::v1::Run& run);
+
+// "flush_ns entries=64, arm madvise": a row of an adaptive run with stop: verdict.
+std::string AdaptiveRowLabel(const tlbfleet::v1::AdaptiveRow& row);
+// The rows of an adaptive run with stop: verdict (Run.adaptive_rows), under a line counting
+// the decided and measuring ones: ROW STATE (measuring or stopped) VERDICT ("-" while open)
+// BOOTS B/A and SAMPLES B/A (what the row used per arm, baseline/arm: at its decision, or so
+// far) RATIO (arm/baseline at its decision) P (the verdict test's) WHY (the controller's
+// sentence). "" when the run has no such rows. FormatRunDetails ends with it.
+std::string FormatAdaptiveRows(const tlbfleet::v1::Run& run);
 
 // The CEILING cell of the hosts table: the value when the ceiling is writable,
 // "locked: <reason>" when it is not, "-" when the agent has not said.

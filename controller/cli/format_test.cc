@@ -7,6 +7,7 @@ namespace tlbfleet::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(CsvEscapeTest, PlainFieldIsUnchanged) {
   EXPECT_EQ(CsvEscape("ebizzy"), "ebizzy");
@@ -115,6 +116,105 @@ TEST(FormatRunDetailsTest, AdaptiveRunShowsThePlanSoFarAndWhyItStopped) {
   EXPECT_THAT(text, HasSubstr("boots:      4 (adaptive 2..6)\n"));
   EXPECT_THAT(text, HasSubstr("target:     ratio CI half-width 1.00%, 3 rounds so far\n"));
   EXPECT_THAT(text, HasSubstr("stopped:    target reached after 6 iterations x 4 boots per arm\n"));
+}
+
+// A sequential run with two rows: one decided early and stopped, one still measuring.
+tlbfleet::v1::Run MakeSequentialRun() {
+  tlbfleet::v1::Run run;
+  run.set_id("11");
+  run.set_state(tlbfleet::v1::RUN_STATE_RUNNING);
+  run.mutable_spec()->set_benchmark("ebizzy");
+  auto* adaptive = run.mutable_spec()->mutable_adaptive();
+  adaptive->mutable_boots()->set_min(2);
+  adaptive->mutable_boots()->set_max(8);
+  adaptive->set_stop(tlbfleet::v1::AdaptiveSpec::STOP_VERDICT);
+  adaptive->set_level(0.9);
+  adaptive->set_spending(tlbfleet::v1::AdaptiveSpec::SPENDING_POCOCK);
+  run.set_iterations_per_boot(10);
+  run.set_boots(4);
+  run.set_adaptive_rounds(2);
+  tlbfleet::v1::AdaptiveRow* fast = run.add_adaptive_rows();
+  fast->set_metric("records");
+  fast->set_param_name("threads");
+  fast->set_param_value("4");
+  fast->set_arm("malloc");
+  fast->set_verdict("better");
+  fast->set_decided(true);
+  fast->set_measuring(false);
+  fast->set_decided_round(1);
+  fast->set_base_boots(3);
+  fast->set_arm_boots(3);
+  fast->set_base_samples(30);
+  fast->set_arm_samples(30);
+  fast->set_ratio(1.05964);
+  fast->set_p(0.00021);
+  fast->set_look_alpha(0.0034);
+  fast->set_reason("better at look 2: p 0.00021 < 0.0034");
+  tlbfleet::v1::AdaptiveRow* open = run.add_adaptive_rows();
+  open->set_metric("records");
+  open->set_param_name("threads");
+  open->set_param_value("1");
+  open->set_arm("malloc");
+  open->set_measuring(true);
+  open->set_base_boots(4);
+  open->set_arm_boots(4);
+  open->set_base_samples(40);
+  open->set_arm_samples(40);
+  open->set_reason("no verdict yet at information 0.50");
+  return run;
+}
+
+TEST(FormatAdaptiveRowsTest, OneLinePerRowWithStateVerdictUseRatioAndWhy) {
+  EXPECT_EQ(FormatAdaptiveRows(MakeSequentialRun()),
+            "rows: 1 of 2 decided, 1 measuring (B/A: baseline/arm)\n"
+            "ROW                            STATE      VERDICT  BOOTS B/A  SAMPLES B/A   "
+            "RATIO        P  WHY\n"
+            "records threads=4, arm malloc  stopped    better         3/3        30/30  "
+            "1.0596  0.00021  better at look 2: p 0.00021 < 0.0034\n"
+            "records threads=1, arm malloc  measuring  -              4/4        40/40       "
+            "-        -  no verdict yet at information 0.50\n");
+}
+
+TEST(FormatAdaptiveRowsTest, NothingForARunWithoutRows) {
+  EXPECT_EQ(FormatAdaptiveRows(MakeRun()), "");
+  EXPECT_THAT(FormatRunDetails(MakeRun()), Not(HasSubstr("rows:")));
+}
+
+TEST(FormatAdaptiveRowsTest, RowLabelWithAndWithoutASweep) {
+  tlbfleet::v1::AdaptiveRow row;
+  row.set_metric("ops");
+  row.set_arm("b");
+  EXPECT_EQ(AdaptiveRowLabel(row), "ops, arm b");
+  row.set_param_value("4");
+  EXPECT_EQ(AdaptiveRowLabel(row), "ops 4, arm b");
+  row.set_param_name("threads");
+  EXPECT_EQ(AdaptiveRowLabel(row), "ops threads=4, arm b");
+}
+
+TEST(FormatRunDetailsTest, SequentialRunShowsItsOptionsThenItsRows) {
+  tlbfleet::v1::Run run = MakeSequentialRun();
+  run.set_stop_reason("adding boot 5 of at most 8: 1 of 2 rows without a verdict");
+  const std::string text = FormatRunDetails(run);
+  EXPECT_THAT(text, HasSubstr("boots:         4 (adaptive 2..8)\n"));
+  EXPECT_THAT(text, HasSubstr("stop:          verdict at level 0.9 (margin 1.00% for same, "
+                              "Pocock spending), 2 rounds so far\n"));
+  EXPECT_THAT(text, Not(HasSubstr("target:")));
+  EXPECT_THAT(text, HasSubstr("last decision: adding boot 5"));
+  // The table comes last, after a blank line.
+  const size_t table = text.find("\nrows: 1 of 2 decided, 1 measuring");
+  ASSERT_NE(table, std::string::npos) << text;
+  EXPECT_GT(table, text.find("last decision:"));
+  EXPECT_EQ(text.substr(table + 1), FormatAdaptiveRows(run));
+}
+
+TEST(ToJsonTest, CarriesTheAdaptiveRows) {
+  const std::string json = ToJson(MakeSequentialRun());
+  EXPECT_THAT(json, HasSubstr("\"adaptive_rows\": ["));
+  EXPECT_THAT(json, HasSubstr("\"verdict\": \"better\""));
+  EXPECT_THAT(json, HasSubstr("\"measuring\": true"));
+  EXPECT_THAT(json, HasSubstr("\"base_samples\": \"30\""));  // uint64 as a string (proto JSON)
+  EXPECT_THAT(json, HasSubstr("\"ratio\": 1.05964"));
+  EXPECT_THAT(json, HasSubstr("\"reason\": \"no verdict yet at information 0.50\""));
 }
 
 TEST(CeilingCellTest, WritableShowsValue) {

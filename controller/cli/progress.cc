@@ -42,6 +42,15 @@ std::string ProgressText(const tlbfleet::v1::Run& run) {
                                  jobs.total(), jobs.running());
   if (jobs.failed() > 0) text += fmt::format(", {} failed", jobs.failed());
   if (jobs.cancelled() > 0) text += fmt::format(", {} cancelled", jobs.cancelled());
+  if (run.adaptive_rows_size() > 0) {
+    int decided = 0, measuring = 0;
+    for (const v1::AdaptiveRow& row : run.adaptive_rows()) {
+      decided += row.decided();
+      measuring += row.measuring();
+    }
+    text += fmt::format("; rows: {}/{} decided, {} measuring", decided, run.adaptive_rows_size(),
+                        measuring);
+  }
   for (const v1::LostHost& wait : run.waiting_for()) text += fmt::format("; {}", wait.message());
   return text;
 }

@@ -9,7 +9,8 @@
 namespace tlbfleet::cli {
 
 // "run 7: 5/12 jobs done, 1 running", with ", N failed" / ", N cancelled" appended when
-// non-zero and "queued" instead of the counts while the run has no jobs yet.
+// non-zero and "queued" instead of the counts while the run has no jobs yet; an adaptive run
+// with stop: verdict adds "; rows: 3/8 decided, 5 measuring" (Run.adaptive_rows).
 std::string ProgressText(const tlbfleet::v1::Run& run);
 
 // On a terminal: one line rewritten in place ("\r" + clear to end of line). Otherwise: a new

@@ -24,6 +24,16 @@ TEST(ProgressTextTest, Counts) {
   EXPECT_EQ(ProgressText(RunWith(12, 5, 1, 2)), "run 7: 7/12 jobs done, 1 running, 2 failed");
 }
 
+TEST(ProgressTextTest, SequentialRunCountsItsRows) {
+  tlbfleet::v1::Run run = RunWith(40, 20, 1);
+  for (int i = 0; i < 3; ++i) {
+    tlbfleet::v1::AdaptiveRow* row = run.add_adaptive_rows();
+    row->set_decided(i == 0);
+    row->set_measuring(i != 0);
+  }
+  EXPECT_EQ(ProgressText(run), "run 7: 20/40 jobs done, 1 running; rows: 1/3 decided, 2 measuring");
+}
+
 TEST(ProgressTextTest, NoJobsYetShowsState) {
   tlbfleet::v1::Run run;
   run.set_id("7");

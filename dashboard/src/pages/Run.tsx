@@ -3,13 +3,16 @@
 // sweep's recommendation) and the raw samples as the controller's CSV. Cancel for operators.
 // Slots waiting for a silent host are said first, the work measured again and the hosts each
 // arm was measured on with the rest (issue 26). A run with kernel arms built from source shows
-// its builds, their logs' last lines growing with the run's events (issue 21).
+// its builds, their logs' last lines growing with the run's events (issue 21). An adaptive run
+// with stop: verdict shows its rows in the progress section, live and after it stopped
+// (issue 22).
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api } from "../api";
 import { ApiError } from "../api/errors";
 import type { Report } from "../api/gen/tlbfleet/v1/common";
 import type { Run } from "../api/gen/tlbfleet/v1/fleet";
 import { isTerminal, RunEventStream, type StreamStatus } from "../api/sse";
+import { AdaptiveRowsView } from "../components/AdaptiveRows";
 import { ArmHostsView } from "../components/ArmHosts";
 import { CeilingRecommendations } from "../components/CeilingRecommendations";
 import { MetricChartView } from "../components/Chart";
@@ -32,9 +35,10 @@ const BUILD_RELOAD_MS = 300;
 
 /**
  * The run's events while it is not finished. `reload` reads the run again: at the stream's end,
- * when a slot's host went silent, came back or was given up on (the run's waiting slots and
- * its work measured again are the controller's, read with the run), and when a kernel build
- * changed state (its builder, build id and release are the run's, not the event's).
+ * when a slot's host went silent, came back or was given up on, or an adaptive decision was
+ * taken (the run's waiting slots, its adaptive rows and its work measured again are the
+ * controller's, read with the run), and when a kernel build changed state (its builder, build
+ * id and release are the run's, not the event's).
  */
 function useRunProgress(runId: string, run: Run | undefined, reload: () => void) {
   const [progress, setProgress] = useState<Progress>(emptyProgress);
@@ -52,7 +56,8 @@ function useRunProgress(runId: string, run: Run | undefined, reload: () => void)
       {
         onEvent: (e) => {
           setProgress((p) => applyEvent(p, e));
-          if (e.slotHost) reload();
+          // A slot's host, or an adaptive decision (the rows' states and verdicts are the run's).
+          if (e.slotHost || e.adaptive) reload();
           if (e.build && !buildReload && buildEventNeedsRun(builds.current, e.build)) {
             buildReload = setTimeout(() => {
               buildReload = undefined;
@@ -93,7 +98,15 @@ function JobBar({ run, progress }: { run: Run; progress: Progress }) {
   );
 }
 
-function LivePanel({ progress, status }: { progress: Progress; status: StreamStatus }) {
+function LivePanel({
+  run,
+  progress,
+  status,
+}: {
+  run: Run;
+  progress: Progress;
+  status: StreamStatus;
+}) {
   const statusText =
     status.kind === "live"
       ? "live"
@@ -108,6 +121,7 @@ function LivePanel({ progress, status }: { progress: Progress; status: StreamSta
         Event stream: {statusText} · {progress.samples.toLocaleString("en")} samples ·{" "}
         {progress.reboots} reboots · {progress.adaptiveRounds} adaptive rounds
       </p>
+      <AdaptiveRowsView rows={run.adaptiveRows} />
       {progress.hosts.length > 0 && (
         <table class="data">
           <caption>Jobs per host</caption>
@@ -429,7 +443,12 @@ export function RunPage({ runId, location }: { runId: string; location: Location
         <Link href={`/compare?a=${encodeURIComponent(r.id)}`}>Compare with another run…</Link>
       </p>
       <KernelBuildsView builds={builds} />
-      {live && <LivePanel progress={progress} status={status} />}
+      {live && <LivePanel run={r} progress={progress} status={status} />}
+      {!live && r.adaptiveRows.length > 0 && (
+        <Section title="Progress" id="progress">
+          <AdaptiveRowsView rows={r.adaptiveRows} />
+        </Section>
+      )}
       {!live && <Results run={r} location={location} />}
     </>
   );
