@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/scheduler/host_lost.h"
+#include "controller/scheduler/iteration_length.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/presets.h"
 #include "controller/scheduler/run_spec_internal.h"
@@ -553,6 +554,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml, std::string_view
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", e.what()));
   }
   FillRunSpecDefaults(&spec);
+  if (absl::Status s = ResolveAutoParams(&spec); !s.ok()) return s;
   if (absl::Status s = ValidateRunSpec(spec); !s.ok()) return s;
   return spec;
 }

@@ -19,6 +19,7 @@
 #include "controller/scheduler/boot_plan.h"
 #include "controller/scheduler/expand.h"
 #include "controller/scheduler/host_lost.h"
+#include "controller/scheduler/iteration_length.h"
 #include "controller/scheduler/ncpus_expr.h"
 #include "controller/scheduler/run_spec.h"
 #include "controller/scheduler/run_spec_internal.h"
@@ -637,6 +638,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec) {
   }
   const std::string& swept = spec.sweep().param();
   if (absl::Status s = CheckParams(*workload, spec.params(), "params", swept); !s.ok()) return s;
+  if (absl::Status s = CheckAutoParamsRecord(spec); !s.ok()) return s;
   if (RunUsesBootEntries(spec) && spec.hosts().kernel_release().size() > 0) {
     // The entry decides the kernel; a release glob too would only make hosts unmatchable.
     return FieldError("hosts.kernel_release",
