@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -273,6 +274,19 @@ int RunDaemon(const DaemonOptions& o) {
   metrics_options.nightly_store_errors = [&nightly]() -> std::map<std::string, uint64_t> {
     const tlbfleet::nightly::NightlyStoreErrors errors = nightly.StoreErrors();
     return {{"read", errors.reads}, {"write", errors.writes}};
+  };
+  metrics_options.artifact_usage = [store = artifacts->get(), quota = *artifact_quota] {
+    tlbfleet::metrics::ControllerMetricsOptions::ArtifactUsage usage;
+    usage.used_bytes = store->UsedBytes();
+    usage.quota_bytes = quota;
+    usage.published = store->List().size();
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(
+             tlbfleet::artifacts::paths::QuarantineDir(store->dir()), ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      ++usage.quarantined;
+    }
+    return usage;
   };
   tlbfleet::metrics::ControllerMetrics metrics(runs, metrics_options);
   controller->AddObserver(&metrics);

@@ -142,6 +142,16 @@ ControllerMetrics::ControllerMetrics(core::RunService& facade, ControllerMetrics
               .Help("Store calls of the nightly unit that failed (each logged at error); its "
                     "work is redone later, a user's call is told, by op (read, write)")
               .Register(*registry_)),
+      artifact_bytes_(prometheus::BuildGauge()
+                          .Name("tlbfleet_artifact_store_bytes")
+                          .Help("The artifact store of built kernels: bytes its published "
+                                "artifacts hold (kind=used) and its quota (kind=quota)")
+                          .Register(*registry_)),
+      artifacts_(prometheus::BuildGauge()
+                     .Name("tlbfleet_artifacts")
+                     .Help("Artifacts of built kernels, by state: published (served) or "
+                           "quarantined (failed a checksum, never served)")
+                     .Register(*registry_)),
       build_info_(prometheus::BuildGauge()
                       .Name("tlbfleet_build_info")
                       .Help("The controller's version")
@@ -206,6 +216,13 @@ std::string ControllerMetrics::Render() {
     } else {
       spdlog::warn("metrics: cannot read open regressions: {}", open.status().ToString());
     }
+  }
+  if (options_.artifact_usage) {
+    const ControllerMetricsOptions::ArtifactUsage usage = options_.artifact_usage();
+    artifact_bytes_.Add({{"kind", "used"}}).Set(static_cast<double>(usage.used_bytes));
+    artifact_bytes_.Add({{"kind", "quota"}}).Set(static_cast<double>(usage.quota_bytes));
+    artifacts_.Add({{"state", "published"}}).Set(static_cast<double>(usage.published));
+    artifacts_.Add({{"state", "quarantined"}}).Set(static_cast<double>(usage.quarantined));
   }
   if (options_.nightly_store_errors) {
     // The nightly unit keeps the totals; the counter follows them (they never go down).

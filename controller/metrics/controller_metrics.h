@@ -52,6 +52,15 @@ struct ControllerMetricsOptions {
   // The nightly unit's failed store calls so far by kind ("read", "write"), read at scrape
   // time for tlbfleet_nightly_store_errors_total{op}. Unset: no such samples.
   std::function<std::map<std::string, uint64_t>()> nightly_store_errors;
+  // The artifact store of built kernels (docs/kernels.md), read at scrape time for
+  // tlbfleet_artifact_store_bytes{kind} and tlbfleet_artifacts{state}. Unset: no such families.
+  struct ArtifactUsage {
+    uint64_t used_bytes = 0;
+    uint64_t quota_bytes = 0;
+    uint64_t published = 0;
+    uint64_t quarantined = 0;  // objects in quarantine/, kept for a person to look at
+  };
+  std::function<ArtifactUsage()> artifact_usage;
 };
 
 class ControllerMetrics final : public core::FleetObserver {
@@ -116,6 +125,8 @@ class ControllerMetrics final : public core::FleetObserver {
   absl::Mutex nightly_store_errors_mu_;  // two scrapes at once would both add the difference
   absl::Mutex regressions_mu_;
   std::set<std::string> regression_series_ ABSL_GUARDED_BY(regressions_mu_);
+  prometheus::Family<prometheus::Gauge>& artifact_bytes_;
+  prometheus::Family<prometheus::Gauge>& artifacts_;
   prometheus::Family<prometheus::Gauge>& build_info_;
 
   absl::Mutex headline_mu_;

@@ -215,5 +215,27 @@ TEST_F(ControllerMetricsTest, NightlyStoreErrorsAreReadAtScrapeTime) {
   EXPECT_TRUE(Has(metrics_->Render(), "tlbfleet_nightly_store_errors_total{op=\"write\"} 7"));
 }
 
+TEST_F(ControllerMetricsTest, TheArtifactStoreIsReadAtScrapeTime) {
+  ControllerMetricsOptions options;
+  ControllerMetricsOptions::ArtifactUsage usage{4096, 1 << 30, 2, 0};
+  options.artifact_usage = [&] { return usage; };
+  metrics_ = std::make_unique<ControllerMetrics>(controller_->runs(), options);
+  std::string first = metrics_->Render();
+  EXPECT_TRUE(Has(first, "tlbfleet_artifact_store_bytes{kind=\"used\"} 4096")) << first;
+  EXPECT_TRUE(Has(first, "tlbfleet_artifact_store_bytes{kind=\"quota\"} 1073741824")) << first;
+  EXPECT_TRUE(Has(first, "tlbfleet_artifacts{state=\"published\"} 2")) << first;
+  EXPECT_TRUE(Has(first, "tlbfleet_artifacts{state=\"quarantined\"} 0")) << first;
+  usage = {1024, 1 << 30, 1, 1};  // one rotted and was quarantined
+  std::string second = metrics_->Render();
+  EXPECT_TRUE(Has(second, "tlbfleet_artifact_store_bytes{kind=\"used\"} 1024")) << second;
+  EXPECT_TRUE(Has(second, "tlbfleet_artifacts{state=\"quarantined\"} 1")) << second;
+}
+
+TEST_F(ControllerMetricsTest, WithoutAnArtifactStoreThereIsNoArtifactSample) {
+  MakeMetrics();
+  EXPECT_FALSE(Has(metrics_->Render(), "tlbfleet_artifacts{"));
+  EXPECT_FALSE(Has(metrics_->Render(), "tlbfleet_artifact_store_bytes{"));
+}
+
 }  // namespace
 }  // namespace tlbfleet::metrics
