@@ -20,6 +20,7 @@ namespace v1 = tlbfleet::v1;
 // LKP's program name for a tlbfleet benchmark (its programs/NAME/parse).
 std::string LkpProgram(const std::string& benchmark) {
   if (benchmark == "pipetest") return "perf-bench-sched-pipe";
+  if (benchmark == "willitscale") return "will-it-scale";
   return benchmark;
 }
 
@@ -108,6 +109,73 @@ std::string LkpJobYaml(const v1::Run& run, const std::string& arm, const LkpRun&
   return text;
 }
 
+// Ruby's printf "%d" of a float (LKP's parse): the integer part.
+double LkpInteger(double v) { return std::trunc(v); }
+
+// will-it-scale's stats as lkp-tests' programs/will-it-scale/parse writes them from
+// runtest.py's CSV line "tasks,processes,processes_idle,threads,threads_idle,linear", for a
+// one-shot run of N tasks (LKP's nr_task), one mode:
+//   will-it-scale.N.processes / .N.threads   every task's ops/s (the other mode's column 0)
+//   will-it-scale.N.linear                   N x the 1-task ops/s of the same test and mode
+//                                            when the run measured 1 task, else 0 (runtest.py
+//                                            given one task count writes 0)
+//   will-it-scale.per_process_ops / per_thread_ops   ops/s / N (the other mode's 0)
+//   will-it-scale.workload                   every task's ops/s
+//   will-it-scale.scalability                N.processes / N.linear when linear is known and
+//                                            N > 1 (the parser divides the processes column,
+//                                            so thread mode gives 0, as LKP's does)
+// Integers where the parser prints "%d", scalability to "%f"'s six decimals. The idle columns
+// are not measured and not written.
+void LkpWillItScaleStats(std::map<std::tuple<int64_t, uint32_t>, LkpRun>& runs) {
+  const std::string workload_key = LkpStatKey("willitscale", "ops_per_sec");
+  const std::string per_task_key = LkpStatKey("willitscale", "ops_per_sec_per_task");
+  auto param = [](const LkpRun& r, const std::string& name, const std::string& missing) {
+    auto it = r.params.find(name);
+    return it == r.params.end() ? missing : it->second;
+  };
+  auto tasks_of = [&](const LkpRun& r) {
+    int64_t n = 1;
+    if (!absl::SimpleAtoi(param(r, "tasks", "1"), &n) || n < 1) n = 1;
+    return n;
+  };
+  auto others_of = [](const LkpRun& r) {
+    std::map<std::string, std::string> p = r.params;
+    p.erase("tasks");
+    return p;
+  };
+  // The 1-task ops/s of each configuration (every parameter but tasks), over its runs.
+  std::map<std::map<std::string, std::string>, std::vector<double>> one_task;
+  for (const auto& [key, r] : runs) {
+    auto w = r.stats.find(workload_key);
+    if (w != r.stats.end() && tasks_of(r) == 1) one_task[others_of(r)].push_back(w->second);
+  }
+  for (auto& [key, r] : runs) {
+    auto w = r.stats.find(workload_key);
+    if (w == r.stats.end()) continue;
+    const double ops = w->second;
+    const int64_t n = tasks_of(r);
+    const bool threads = param(r, "mode", "process") == "thread";
+    double linear = 0;
+    if (auto base = one_task.find(others_of(r)); base != one_task.end()) {
+      linear = LkpInteger(LkpMean(base->second)) * static_cast<double>(n);
+    }
+    r.stats.erase(per_task_key);
+    const std::string prefix = absl::StrCat("will-it-scale.", n, ".");
+    const double processes = threads ? 0 : LkpInteger(ops);
+    r.stats[prefix + "processes"] = processes;
+    r.stats[prefix + "threads"] = threads ? LkpInteger(ops) : 0;
+    r.stats[prefix + "linear"] = linear;
+    r.stats["will-it-scale.per_process_ops"] =
+        threads ? 0 : LkpInteger(ops / static_cast<double>(n));
+    r.stats["will-it-scale.per_thread_ops"] =
+        threads ? LkpInteger(ops / static_cast<double>(n)) : 0;
+    r.stats["will-it-scale.workload"] = LkpInteger(ops);
+    if (linear != 0 && n != 1) {
+      r.stats["will-it-scale.scalability"] = std::round(processes / linear * 1e6) / 1e6;
+    }
+  }
+}
+
 }  // namespace
 
 std::string LkpStatKey(const std::string& benchmark, const std::string& metric) {
@@ -121,6 +189,10 @@ std::string LkpStatKey(const std::string& benchmark, const std::string& metric) 
       {{"pft", "wall_seconds"}, "pft.elapsed_time"},
       {{"pft", "system_seconds"}, "pft.sys_time"},
       {{"pft", "user_seconds"}, "pft.user_time"},
+      // will-it-scale's parse: "workload" is every task's operations; per_process_ops (or
+      // per_thread_ops in thread mode, LkpWillItScaleStats) one task's.
+      {{"willitscale", "ops_per_sec"}, "will-it-scale.workload"},
+      {{"willitscale", "ops_per_sec_per_task"}, "will-it-scale.per_process_ops"},
   };
   auto it = kKeys->find({benchmark, metric});
   if (it != kKeys->end()) return it->second;
@@ -183,6 +255,7 @@ absl::StatusOr<LkpExport> ExportLkp(const ExportRun& run) {
             100.0 * LkpStddev(v) / total->second;
       }
     }
+    if (benchmark == "willitscale") LkpWillItScaleStats(runs);
     // Number the runs of each result root and gather its matrix.
     std::map<std::string, LkpMatrix> matrices;
     std::map<std::string, std::vector<std::string>> sources;

@@ -69,6 +69,22 @@ struct LkiRun {
   std::map<std::string, std::string> program_params;
 };
 
+// will-it-scale's parse writes one task's ops/s as per_process_ops or per_thread_ops by mode,
+// the other 0; tlbfleet has one metric for both (ops_per_sec_per_task, whose key is
+// per_process_ops): a thread-mode run's per_thread_ops takes that key.
+void LkiOneTaskOps(LkiRun& run) {
+  auto thread = run.stats.find("will-it-scale.per_thread_ops");
+  if (thread == run.stats.end()) return;
+  auto mode = run.program_params.find("mode");
+  auto process = run.stats.find("will-it-scale.per_process_ops");
+  const bool thread_mode =
+      mode != run.program_params.end()
+          ? mode->second == "thread"
+          : thread->second != 0 && (process == run.stats.end() || process->second == 0);
+  if (thread_mode) run.stats["will-it-scale.per_process_ops"] = thread->second;
+  run.stats.erase(thread);
+}
+
 struct LkiRoot {
   std::map<int64_t, std::string> run_dirs;  // N -> ROOT/N
   bool has_matrix = false;
@@ -189,6 +205,7 @@ absl::StatusOr<ImportedRun> ImportLkpResults(const ImportFiles& files) {
       param_values.insert(param_value);
     }
 
+    for (LkiRun& run : runs) LkiOneTaskOps(run);
     for (size_t n = 0; n < runs.size(); ++n) {
       const LkiRun& run = runs[n];
       ++job;
