@@ -28,6 +28,7 @@ absl::StatusOr<v1::ImportResultsResponse> RunServiceImpl::ImportResults(
   record.spec = std::move(imported.spec);
   record.spec_yaml = absl::StrCat("# imported: tlbfleet import-results --format ", request.format(),
                                   " ", request.source(), "\n");
+  if (!imported.declared.empty()) absl::StrAppend(&record.spec_yaml, "# ", imported.declared, "\n");
   record.samples = std::move(imported.samples);
   record.created_ms = imported.started_unix * 1000;
   record.finished_ms = imported.finished_unix * 1000;

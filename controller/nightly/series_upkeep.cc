@@ -123,7 +123,11 @@ std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
     point.set_arm(arm_name);
     point.set_boot_entry(values.entries.empty() ? arm->boot_entry() : *values.entries.begin());
     point.set_kernel_release(absl::StrJoin(values.releases, ","));
-    for (const auto& [boot, v] : values.by_boot) point.add_boot_ids(boot);
+    // An imported run's samples have no boot id (the other tool did not record boots): none
+    // is listed rather than an empty one.
+    for (const auto& [boot, v] : values.by_boot) {
+      if (!boot.empty()) point.add_boot_ids(boot);
+    }
     point.set_schedule_id(schedule_id);
     point.set_samples(values.samples);
     // One build per arm: more than one would be a mixed point, and says so.

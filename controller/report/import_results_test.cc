@@ -23,6 +23,7 @@ namespace tlbfleet::report {
 namespace {
 
 namespace v1 = tlbfleet::v1;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -415,6 +416,106 @@ TEST(ImportResultsTest, UnknownFormatAndDirectoryReading) {
   EXPECT_EQ(ImportDigestInput(other), ImportDigestInput(*files));
   other.begin()->second += " ";
   EXPECT_NE(ImportDigestInput(other), ImportDigestInput(*files));
+}
+
+// --- joining a series ---
+
+ImportFiles OneArmOfTheEbizzyFixture(const std::string& arm) {
+  ImportFiles files;
+  for (const auto& [path, content] : MmtestsEbizzyFixture()) {
+    if (path.rfind(arm + "/", 0) == 0) files[path] = content;
+  }
+  return files;
+}
+
+ImportJoin IvyJoin() {
+  ImportJoin join;
+  join.series_id = "7";
+  join.benchmark = "ebizzy";
+  join.microarch = "IvyBridge";
+  join.boot_entry = "distro-latest";
+  join.config = "ceiling=33 chunks=4 seconds=1";
+  return join;
+}
+
+TEST(ImportJoinTest, TheJoinGivesTheSeriesHostClassAndConfigurationAndSaysItWasDeclared) {
+  ImportFiles files = OneArmOfTheEbizzyFixture("6.1");
+  files[kImportJoinPath] = FormatImportJoin(IvyJoin());
+  absl::StatusOr<ImportedRun> run = ImportResults("mmtests", files);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->spec.arms_size(), 1);
+  const v1::ArmSpec& arm = run->spec.arms(0);
+  EXPECT_EQ(arm.ceiling(), "33");
+  EXPECT_EQ(arm.boot_entry(), "distro-latest");
+  EXPECT_EQ(arm.params().at("chunks"), "4");
+  EXPECT_EQ(arm.params().at("seconds"), "1");
+  EXPECT_EQ(arm.params().count("threads"), 0u);  // still the sweep
+  EXPECT_EQ(run->spec.sweep().param(), "threads");
+  for (const v1::Sample& s : run->samples) {
+    EXPECT_EQ(s.microarch(), "IvyBridge");
+    EXPECT_EQ(s.boot_entry(), "distro-latest");
+    EXPECT_EQ(s.kernel_release(), "6.1.0-13-amd64");  // what the files say stays
+    EXPECT_EQ(s.boot_id(), "");                       // and what they do not stays unknown
+  }
+  EXPECT_THAT(run->declared, HasSubstr("joined series 7"));
+  EXPECT_THAT(run->declared, HasSubstr("declared at import"));
+  // The same results with and without a join are the same content: one run.
+  EXPECT_EQ(ImportDigestInput(files), ImportDigestInput(OneArmOfTheEbizzyFixture("6.1")));
+  // Without a join nothing is declared.
+  absl::StatusOr<ImportedRun> plain = ImportResults("mmtests", OneArmOfTheEbizzyFixture("6.1"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->declared, "");
+  EXPECT_EQ(plain->samples.front().microarch(), "");
+}
+
+TEST(ImportJoinTest, AJoinThatCannotHoldIsRefusedNamingSeries) {
+  auto refused = [](ImportFiles files, const ImportJoin& join) {
+    files[kImportJoinPath] = FormatImportJoin(join);
+    absl::StatusOr<ImportedRun> run = ImportResults("mmtests", files);
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(run.status().message());
+  };
+  // Two arms would be two points of one run in one series.
+  EXPECT_THAT(
+      refused(MmtestsEbizzyFixture(), IvyJoin()),
+      AllOf(HasSubstr("series: series 7"), HasSubstr("2 arms (6.1, 6.6)"), HasSubstr("--arm")));
+  ImportJoin other = IvyJoin();
+  other.benchmark = "pft";
+  EXPECT_THAT(refused(OneArmOfTheEbizzyFixture("6.1"), other),
+              HasSubstr("is a history of pft; the files hold ebizzy"));
+  ImportJoin swept = IvyJoin();
+  swept.config = "threads=4";
+  EXPECT_THAT(refused(OneArmOfTheEbizzyFixture("6.1"), swept),
+              HasSubstr("fixes threads=4; the files sweep threads"));
+  ImportJoin built = IvyJoin();
+  built.config = "kernel_config=defconfig";
+  EXPECT_THAT(refused(OneArmOfTheEbizzyFixture("6.1"), built), HasSubstr("built from source"));
+  // The files' own microarchitecture is never overridden.
+  ImportFiles zen = OneArmOfTheEbizzyFixture("6.1");
+  zen["6.1/iter-0/tlbfleet-host"] = "microarch :: Zen3\n";
+  EXPECT_THAT(refused(zen, IvyJoin()),
+              HasSubstr("was measured on IvyBridge; the files record Zen3"));
+  // A join file that does not parse names itself and the line.
+  ImportFiles bad = OneArmOfTheEbizzyFixture("6.1");
+  bad[kImportJoinPath] = "benchmark :: ebizzy\ncolour: red\n";
+  EXPECT_THAT(ImportResults("mmtests", bad).status().message(),
+              HasSubstr(".tlbfleet-join:2: not \"KEY :: VALUE\""));
+}
+
+TEST(ImportJoinTest, TheJoinFileRoundTrips) {
+  absl::StatusOr<ImportJoin> join = ParseImportJoin(FormatImportJoin(IvyJoin()));
+  ASSERT_TRUE(join.ok()) << join.status();
+  EXPECT_EQ(join->series_id, "7");
+  EXPECT_EQ(join->microarch, "IvyBridge");
+  EXPECT_EQ(join->boot_entry, "distro-latest");
+  EXPECT_EQ(join->config, "ceiling=33 chunks=4 seconds=1");
+  ImportJoin empty_parts = IvyJoin();
+  empty_parts.boot_entry = "";
+  empty_parts.config = "";
+  join = ParseImportJoin(FormatImportJoin(empty_parts));
+  ASSERT_TRUE(join.ok()) << join.status();
+  EXPECT_EQ(join->boot_entry, "");
+  EXPECT_EQ(join->config, "");
 }
 
 }  // namespace
