@@ -238,6 +238,14 @@ export class ApiClient {
     return `${this.baseUrl}${API_PREFIX}/runs/${encodeURIComponent(runId)}/events`;
   }
 
+  /**
+   * The URL of a finished run's export as one download (GET /runs/{id}/export/{format},
+   * docs/formats.md): a link, so the browser saves it with the session's cookie.
+   */
+  exportUrl(runId: string, format: string): string {
+    return `${this.baseUrl}${API_PREFIX}/runs/${encodeURIComponent(runId)}/export/${encodeURIComponent(format)}`;
+  }
+
   /** fetch() for the event stream: same credentials, no timeout, errors typed. */
   async openStream(url: string, headers: Record<string, string>, signal: AbortSignal) {
     let response: Response;

@@ -18,6 +18,7 @@ import { CeilingRecommendations } from "../components/CeilingRecommendations";
 import { MetricChartView } from "../components/Chart";
 import { ComparisonBlock } from "../components/ComparisonTable";
 import { ErrorView, Loading, Section, StateBadge } from "../components/common";
+import { ExportLinks } from "../components/ExportLinks";
 import { FlushProfileView } from "../components/FlushProfile";
 import { KernelBuildsView } from "../components/KernelBuilds";
 import { Link } from "../components/Link";
@@ -442,6 +443,7 @@ export function RunPage({ runId, location }: { runId: string; location: Location
       <p>
         <Link href={`/compare?a=${encodeURIComponent(r.id)}`}>Compare with another run…</Link>
       </p>
+      <ExportLinks runId={r.id} state={state} />
       <KernelBuildsView builds={builds} />
       {live && <LivePanel run={r} progress={progress} status={status} />}
       {!live && r.adaptiveRows.length > 0 && (
