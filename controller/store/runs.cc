@@ -46,6 +46,11 @@ absl::StatusOr<v1::Run> RunFromRow(const Statement& row) {
         v1::Run rows,
         ParseBlob<v1::Run>(row, 17, absl::StrCat("run ", row.Int(0), " adaptive_rows")));
     run.mutable_adaptive_rows()->Swap(rows.mutable_adaptive_rows());
+    // A run that ended (stopped, failed, cancelled) measures nothing more, whatever its last
+    // look said.
+    if (run.state() != v1::RUN_STATE_QUEUED && run.state() != v1::RUN_STATE_RUNNING) {
+      for (v1::AdaptiveRow& r : *run.mutable_adaptive_rows()) r.set_measuring(false);
+    }
   }
   return run;
 }

@@ -216,6 +216,24 @@ TEST_F(StoreAdaptiveRowsTest, RowsSurviveAReopenAndTheFinalLookReplacesThem) {
   EXPECT_FALSE(r->adaptive_rows(1).measuring());
 }
 
+TEST_F(StoreAdaptiveRowsTest, ARunThatEndedMeasuresNoRowWhateverItsLastLookSaid) {
+  Open();
+  const std::string run = Submit();
+  for (const char* agent : {"agent1", "agent2"}) RunAll(run, agent, "boot1");
+  RunExtension boot;
+  boot.add_boot = true;
+  boot.rows = {Row("1000", "better", false), Row("3000", "", true)};
+  ASSERT_TRUE(store_->ExtendRun(run, boot, now_).ok());
+  EXPECT_TRUE(store_->GetRun(run)->adaptive_rows(1).measuring());
+  ASSERT_TRUE(store_->CancelRun(run, now_).ok());
+  absl::StatusOr<v1::Run> r = store_->GetRun(run);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->state(), v1::RUN_STATE_CANCELLED);
+  ASSERT_EQ(r->adaptive_rows_size(), 2);
+  EXPECT_FALSE(r->adaptive_rows(1).measuring());
+  EXPECT_EQ(r->adaptive_rows(0).verdict(), "better");
+}
+
 TEST_F(StoreAdaptiveRowsTest, Migration18AddsTheRowsColumnToExistingRuns) {
   {
     absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(path_);
