@@ -93,9 +93,11 @@ TEST_F(AdaptiveCliTest, BadOptionsAndFilesExit2NamingTheFlagOrLine) {
                  "1%"}),
             kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("tlbfleet: --level: only for stop: verdict"));
-  EXPECT_EQ(Run({"adaptive", "--from-csv", csv, "--boots", "2..6", "--stop", "verdict"}),
+  // A target no replay reaches grows the run past the file's 4 boots per arm.
+  EXPECT_EQ(Run({"adaptive", "--from-csv", csv, "--boots", "2..6", "--target-ci", "0.001%"}),
             kExitUsage);
-  EXPECT_THAT(err_.str(), HasSubstr("--boots 2..6 needs 6 boots of every arm; arm \"base\" has 4"));
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--boots 2..6: look 4 asks for 5 boots of every arm; arm \"base\" has 4"));
   const std::string bad = WriteCsv(
       "arm,boot,param,iteration,metric,value\nbase,b0,,0,ops,1\nnew,b0,,0,ops,1\nnew,b0,,0,ops,"
       "2\n");

@@ -72,6 +72,7 @@ void AppendRowJson(std::string& out, const RowOutcome& r) {
                   ",\"param\":", JsonQuote(SweepLabel(r.param_name, r.param_value)),
                   ",\"arm\":", JsonQuote(r.arm), ",\"verdict\":", JsonQuote(VerdictName(r.verdict)),
                   ",\"decided\":", r.decided ? "true" : "false",
+                  r.decided ? absl::StrCat(",\"decided_look\":", r.decided_round + 1) : "",
                   ",\"boots\":{\"baseline\":", r.base_boots, ",\"arm\":", r.arm_boots,
                   "},\"samples\":{\"baseline\":", r.base_samples, ",\"arm\":", r.arm_samples, "}");
   AppendOptionalNumber(out, "ratio", r.ratio);
@@ -208,50 +209,57 @@ absl::StatusOr<ReplayResult> ReplayAdaptive(const std::vector<Observation>& obs,
   }
 
   if (arms.size() < 2) return absl::InvalidArgumentError("the CSV has fewer than two arms");
-  // Enough samples for the most the options could ask for.
   const uint32_t need_boots = spec.boots().max() > 0 ? spec.boots().max() : options.boots;
   const uint32_t need_iterations =
       spec.iterations().max() > 0 ? spec.iterations().max() : options.iterations;
   const std::string boots_option = absl::StrCat("--boots ", RangeText(spec.boots(), options.boots));
   const std::string iterations_option =
       absl::StrCat("--iterations ", RangeText(spec.iterations(), options.iterations));
-  for (const std::string& arm : arms) {
-    const auto& by_number = boot_names[arm];
-    std::set<std::tuple<std::string, std::string, std::string>> rows;  // (name, value, metric)
-    for (const auto& [key, its] : series) {
-      if (std::get<0>(key) == arm &&
-          std::find(metrics.begin(), metrics.end(), std::get<4>(key)) != metrics.end()) {
-        rows.emplace(std::get<2>(key), std::get<3>(key), std::get<4>(key));
-      }
-    }
-    if (by_number.size() < need_boots) {
-      const std::string& last = by_number.rbegin()->second;
-      return absl::InvalidArgumentError(
-          absl::StrCat(boots_option, " needs ", need_boots, " boots of every arm; arm \"", arm,
-                       "\" has ", by_number.size(), " (its last boot \"", last,
-                       "\" starts on line ", first_line[{arm, last}], ")"));
-    }
-    size_t r = 0;
-    for (const auto& [number, boot] : by_number) {
-      if (r++ >= need_boots) break;
-      for (const auto& [name, value, metric] : rows) {
-        auto it = series.find({arm, boot, name, value, metric});
-        if (it == series.end()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("line ", first_line[{arm, boot}], ": boot \"", boot, "\" of arm \"", arm,
-                           "\" has no samples of ", ReplayRowText(metric, name, value), "; ",
-                           boots_option, " needs them in ", need_boots, " boots"));
-        }
-        if (it->second.size() < need_iterations) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("line ", lines[it->second.back().second], ": boot \"", boot,
-                           "\" of arm \"", arm, "\" ends after ", it->second.size(),
-                           " iterations of ", ReplayRowText(metric, name, value), "; ",
-                           iterations_option, " may need ", need_iterations));
-        }
-      }
+  // Each arm's rows of the judged metrics: (param name, param value, metric).
+  std::map<std::string, std::set<std::tuple<std::string, std::string, std::string>>> arm_rows;
+  for (const auto& [key, its] : series) {
+    if (std::find(metrics.begin(), metrics.end(), std::get<4>(key)) != metrics.end()) {
+      arm_rows[std::get<0>(key)].emplace(std::get<2>(key), std::get<3>(key), std::get<4>(key));
     }
   }
+  // What look `look` (1-based) asks for must be in the CSV: a run that stopped early has only
+  // the samples its looks asked for, and a replay of it must take them (not refuse it for the
+  // maxima it never reached). `plan_of(cell)`: iterations per boot rank of a (sweep value, arm).
+  const auto check_has = [&](size_t look, const auto& plan_of) -> absl::Status {
+    for (const std::string& arm : arms) {
+      const std::map<uint64_t, std::string>& by_number = boot_names[arm];
+      for (const auto& [name, value, metric] : arm_rows[arm]) {
+        const std::vector<uint32_t>& plan = plan_of(SweepArm{name, value, arm});
+        if (by_number.size() < plan.size()) {
+          const std::string& last = by_number.rbegin()->second;
+          return absl::InvalidArgumentError(absl::StrCat(
+              boots_option, ": look ", look, " asks for ", plan.size(),
+              " boots of every arm; arm \"", arm, "\" has ", by_number.size(), " (its last boot \"",
+              last, "\" starts on line ", first_line[{arm, last}], ")"));
+        }
+        size_t r = 0;
+        for (const auto& [number, boot] : by_number) {
+          if (r >= plan.size()) break;
+          const uint32_t wanted = plan[r++];
+          auto it = series.find({arm, boot, name, value, metric});
+          if (it == series.end()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("line ", first_line[{arm, boot}], ": boot \"", boot, "\" of arm \"",
+                             arm, "\" has no samples of ", ReplayRowText(metric, name, value),
+                             "; look ", look, " asks for them (", boots_option, ")"));
+          }
+          if (it->second.size() < wanted) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("line ", lines[it->second.back().second], ": boot \"", boot,
+                             "\" of arm \"", arm, "\" ends after ", it->second.size(),
+                             " iterations of ", ReplayRowText(metric, name, value), "; look ", look,
+                             " asks for ", wanted, " (", iterations_option, ")"));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
 
   ReplayResult result;
   result.sequential = spec.stop() == v1::AdaptiveSpec::STOP_VERDICT;
@@ -267,12 +275,26 @@ absl::StatusOr<ReplayResult> ReplayAdaptive(const std::vector<Observation>& obs,
   compare.arm_order = arms;
   compare.cross_checks = false;  // never part of a decision (comparison.h)
   std::vector<RowOutcome> earlier;
+  // stop: verdict measures only what StillMeasured names after each look, as the driver does
+  // (Store::ExtendRun with RunExtension::measured): a (sweep value, arm) that left it keeps
+  // the boots and iterations it had then.
+  std::map<SweepArm, std::vector<uint32_t>> stopped;
   for (;;) {
+    absl::Status has = check_has(result.looks.size() + 1,
+                                 [&](const SweepArm& cell) -> const std::vector<uint32_t>& {
+                                   auto it = stopped.find(cell);
+                                   return it == stopped.end() ? boot_iterations : it->second;
+                                 });
+    if (!has.ok()) return has;
     std::vector<Observation> taken;
     for (size_t i = 0; i < obs.size(); ++i) {
       const Slot& slot = slots[i];
-      if (slot.boot_rank < boot_iterations.size() &&
-          slot.position < boot_iterations[slot.boot_rank]) {
+      const std::vector<uint32_t>* plan_of = &boot_iterations;
+      if (!stopped.empty()) {
+        auto it = stopped.find(SweepArm{obs[i].param_name, obs[i].param_value, obs[i].arm});
+        if (it != stopped.end()) plan_of = &it->second;
+      }
+      if (slot.boot_rank < plan_of->size() && slot.position < (*plan_of)[slot.boot_rank]) {
         taken.push_back(obs[i]);
       }
     }
@@ -282,7 +304,24 @@ absl::StatusOr<ReplayResult> ReplayAdaptive(const std::vector<Observation>& obs,
     look.plan = plan;
     look.samples = taken.size();
     look.decision = DecideAdaptive(spec, metrics, *comparison, plan, &earlier);
+    for (RowOutcome& row : look.decision.rows) {
+      const bool before = std::any_of(earlier.begin(), earlier.end(), [&](const RowOutcome& e) {
+        return e.decided && e.metric == row.metric && e.param_name == row.param_name &&
+               e.param_value == row.param_value && e.arm == row.arm;
+      });
+      // The driver's round numbers: 0 for the first look, one more per extension.
+      if (row.decided && !before) row.decided_round = static_cast<uint32_t>(result.looks.size());
+    }
     earlier = look.decision.rows;
+    if (result.sequential && look.decision.action != AdaptiveDecision::Action::kStop) {
+      const std::set<SweepArm> measured = StillMeasured(earlier, *comparison);
+      for (const GroupResult& g : comparison->groups) {
+        for (const ArmResult& a : g.arms) {
+          SweepArm cell{g.param_name, g.param_value, a.arm};
+          if (measured.count(cell) == 0) stopped.try_emplace(std::move(cell), boot_iterations);
+        }
+      }
+    }
     const AdaptiveDecision::Action action = look.decision.action;
     const uint32_t next = look.decision.iterations_per_boot;
     result.looks.push_back(std::move(look));
@@ -344,14 +383,20 @@ std::string RenderReplayText(const ReplayResult& result) {
                   result.sequential ? "sequential verdicts (stop: verdict)"
                                     : "fixed-sample verdicts at the stop (stop: precision)",
                   "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-40s %-8s %-13s %-17s %s\n", "row", "verdict",
-                                        "boots b/a", "samples b/a", "ratio"));
+  absl::StrAppend(&out,
+                  absl::StrFormat("%-40s %-8s %-13s %-17s %-8s %s\n", "row", "verdict", "boots b/a",
+                                  "samples b/a", "ratio", result.sequential ? "decided" : ""));
   for (const RowOutcome& r : result.rows) {
-    absl::StrAppend(&out,
-                    absl::StrFormat("%-40s %-8s %-13s %-17s %s\n", r.label, VerdictName(r.verdict),
-                                    absl::StrCat(r.base_boots, "/", r.arm_boots),
-                                    absl::StrCat(r.base_samples, "/", r.arm_samples),
-                                    r.ratio ? absl::StrFormat("%.4f", *r.ratio) : "-"));
+    // stop: verdict: the look that decided the row; its (sweep value, arm) was measured no
+    // more after it once every row there was decided.
+    const std::string decided = !result.sequential ? ""
+                                : r.decided        ? absl::StrCat("look ", r.decided_round + 1)
+                                                   : "never";
+    absl::StrAppend(
+        &out, absl::StrFormat("%-40s %-8s %-13s %-17s %-8s %s\n", r.label, VerdictName(r.verdict),
+                              absl::StrCat(r.base_boots, "/", r.arm_boots),
+                              absl::StrCat(r.base_samples, "/", r.arm_samples),
+                              r.ratio ? absl::StrFormat("%.4f", *r.ratio) : "-", decided));
   }
   const double share = result.samples_available > 0
                            ? 100.0 * static_cast<double>(result.samples_used) /

@@ -11,7 +11,10 @@
 // driver starts (each adaptive level at its min, fixed levels at their count), and after
 // each look takes what the decision asks for next: the next boot of every arm with the
 // decided number of iterations (its first iterations), or more iterations of the latest
-// boot — exactly the samples the driver would have had.
+// boot — exactly the samples the driver would have had. With stop: verdict, a (sweep value,
+// arm) that StillMeasured (sequential.h) drops after a look takes nothing more, as the
+// driver measures it no more (rows that stop on their own). The CSV needs only the samples
+// the looks ask for: a run that stopped early replays from its own stored samples.
 
 #include <cstddef>
 #include <cstdint>
@@ -54,8 +57,9 @@ struct ReplayResult {
 
 // INVALID_ARGUMENT naming the line for a malformed CSV (ParseObservationsCsv's errors), a
 // boot whose name does not end in a number or shares its number with another boot of the
-// arm, an iteration repeated or after a gap, or too few boots or iterations for the options
-// (naming the option and the line of the last sample there is); naming the option for
+// arm, an iteration repeated or after a gap, or too few boots or iterations for what a look
+// asks for (naming the look, the option and the line of the last sample there is); naming
+// the option for
 // inconsistent options (ValidateSequentialSpec; stop: precision without target_ci).
 absl::StatusOr<ReplayResult> ReplayAdaptiveCsv(std::string_view csv, stats::Direction direction,
                                                const ReplayOptions& options);

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "controller/report/sequential.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -124,6 +125,55 @@ TEST(ReplayAdaptiveTest, OneBootGrowsIterationsInTheDoublingSchedule) {
   for (const RowOutcome& row : r->rows) EXPECT_TRUE(row.decided) << row.label;
 }
 
+// Per-row stopping, as the driver does it: threads=1 (arm b at twice the baseline) is decided
+// at the first look, and neither of its arms gets another boot; threads=2 (3 % apart under 5 %
+// boot-to-boot noise) goes on growing.
+TEST(ReplayAdaptiveTest, ADecidedRowsSweepValueIsMeasuredNoMoreWhileTheOthersGrow) {
+  std::string csv = "arm,boot,param,iteration,metric,value\n";
+  const double boot_effect[] = {1.00, 1.06, 0.95, 1.04, 0.97, 1.05};
+  for (int boot = 0; boot < 6; ++boot) {
+    for (const char* arm : {"a", "b"}) {
+      const bool b = std::string(arm) == "b";
+      for (int it = 0; it < 4; ++it) {
+        const double wiggle = 1 + 0.0005 * it;
+        absl::StrAppend(&csv, arm, ",b", boot, ",threads=1,", it, ",records,",
+                        1000 * (b ? 2.0 : 1.0) * wiggle, "\n");
+        absl::StrAppend(&csv, arm, ",b", boot, ",threads=2,", it, ",records,",
+                        1000 * (b ? 1.03 : 1.0) * boot_effect[(boot + (b ? 3 : 0)) % 6] * wiggle,
+                        "\n");
+      }
+    }
+  }
+  ReplayOptions o;
+  o.adaptive.set_stop(v1::AdaptiveSpec::STOP_VERDICT);
+  o.adaptive.mutable_boots()->set_min(2);
+  o.adaptive.mutable_boots()->set_max(6);
+  o.iterations = 4;
+  absl::StatusOr<ReplayResult> r = ReplayAdaptiveCsv(csv, stats::Direction::kHigherIsBetter, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->looks.size(), 2u) << RenderReplayText(*r);
+  ASSERT_EQ(r->rows.size(), 2u);
+  const RowOutcome& one = r->rows[0].param_value == "1" ? r->rows[0] : r->rows[1];
+  const RowOutcome& two = r->rows[0].param_value == "1" ? r->rows[1] : r->rows[0];
+  ASSERT_EQ(one.param_value, "1") << RenderReplayText(*r);
+  EXPECT_TRUE(one.decided);
+  EXPECT_EQ(one.verdict, Verdict::kBetter);
+  EXPECT_EQ(one.decided_round, 0u);
+  EXPECT_EQ(one.arm_boots, 2u);
+  EXPECT_FALSE(two.decided && two.decided_round == 0) << RenderReplayText(*r);
+  // The samples the replay took at the stop: threads=1's two boots of both arms, and every
+  // boot the run grew to for threads=2.
+  const size_t boots = r->looks.back().plan.boots;
+  EXPECT_GT(boots, 2u);
+  EXPECT_EQ(r->samples_used, 2 * 2 * 4 + boots * 2 * 4) << RenderReplayText(*r);
+  // Later looks' comparisons still see threads=1 with 2 boots per arm.
+  for (size_t i = 1; i < r->looks.size(); ++i) {
+    EXPECT_EQ(r->looks[i].samples, 2 * 2 * 4 + r->looks[i].plan.boots * 2 * 4) << "look " << i + 1;
+  }
+  EXPECT_THAT(RenderReplayText(*r), HasSubstr("look 1"));
+  EXPECT_THAT(RenderReplayJson(*r), HasSubstr("\"decided_look\":1"));
+}
+
 constexpr char kHeader[] = "arm,boot,param,iteration,metric,value\n";
 
 std::string Csv(const std::string& body) { return kHeader + body; }
@@ -159,19 +209,28 @@ TEST(ReplayAdaptiveTest, RefusesIterationsOutOfOrderNamingTheLine) {
 
 TEST(ReplayAdaptiveTest, RefusesTooFewSamplesForTheOptions) {
   const std::string csv = ReadReplayFixture("stats/simulated-boots.csv");
-  absl::Status s = ReplayError(csv, Options(2, 8, 10));
+  // A target no run reaches: the looks grow the run to its maxima, past what the CSV has.
+  absl::Status s = ReplayError(csv, Options(2, 8, 10, 0.00001));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("--boots 2..8 needs 8 boots of every arm; arm \"mmap\" has 5 "
+              HasSubstr("--boots 2..8: look 5 asks for 6 boots of every arm; arm \"mmap\" has 5 "
                         "(its last boot \"mmap4\" starts on line"));
-  ReplayOptions o = Options(2, 5, 0);
+  ReplayOptions o = Options(1, 1, 0, 0.00001);
+  o.adaptive.mutable_boots()->set_max(0);
+  o.boots = 1;
   o.adaptive.mutable_iterations()->set_min(5);
   o.adaptive.mutable_iterations()->set_max(20);
   s = ReplayError(csv, o);
   EXPECT_THAT(std::string(s.message()), StartsWith("line "));
   EXPECT_THAT(std::string(s.message()),
-              HasSubstr("ends after 10 iterations of records at threads=1; "
-                        "--iterations 5..20 may need 20"));
+              HasSubstr("ends after 10 iterations of records at threads=1; look 3 asks for "));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("(--iterations 5..20)"));
+  // The same CSV with options whose looks stop within it: replayed, though the options'
+  // maxima would need more than it has (a run that stopped early has only what it measured).
+  absl::StatusOr<ReplayResult> r =
+      ReplayAdaptiveCsv(csv, stats::Direction::kHigherIsBetter, Options(2, 8, 10, 0.05));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->looks.back().plan.boots, 5u);
 }
 
 TEST(ReplayAdaptiveTest, RefusesInconsistentOptionsNamingThem) {
