@@ -222,6 +222,10 @@ absl::StatusOr<v1::CompareResponse> RunServiceImpl::Compare(const v1::CompareReq
   // samples to the Report (with verdicts) and its text.
   report::RunReportOptions extras = ReportOptionsFromRequest(request);
   extras.spec = &run.spec();
+  // A stop: verdict run's judged rows are reported with their sequential verdicts.
+  if (run.spec().adaptive().stop() == v1::AdaptiveSpec::STOP_VERDICT) {
+    extras.adaptive_rows = &run.adaptive_rows();
+  }
   TLB_ASSIGN_OR_RETURN(v1::CompareResponse response,
                        report::CompareRunSamples(samples, options, title, extras));
   response.mutable_report()->set_run_id(run_id);

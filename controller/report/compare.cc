@@ -221,6 +221,46 @@ v1::Report::Record BuildRecord(const Comparison& c, const GroupResult& g, const 
   return r;
 }
 
+// The sequential verdict of each judged row of a stop: verdict run, in place of the
+// fixed-sample one (RunReportOptions::adaptive_rows).
+void ApplySequentialVerdicts(const google::protobuf::RepeatedPtrField<v1::AdaptiveRow>& rows,
+                             Comparison* comparison) {
+  for (GroupResult& group : comparison->groups) {
+    for (size_t i = 1; i < group.arms.size(); ++i) {
+      ArmResult& arm = group.arms[i];
+      const v1::AdaptiveRow* row = nullptr;
+      for (const v1::AdaptiveRow& r : rows) {
+        if (r.metric() == group.metric && r.param_name() == group.param_name &&
+            r.param_value() == group.param_value && r.arm() == arm.arm) {
+          row = &r;
+          break;
+        }
+      }
+      if (row == nullptr) continue;  // not a judged metric: the fixed-sample verdict stands
+      const std::string fixed = VerdictName(arm.verdict);
+      Verdict sequential = Verdict::kUnknown;
+      if (row->decided()) {
+        if (row->verdict() == "better") sequential = Verdict::kBetter;
+        if (row->verdict() == "worse") sequential = Verdict::kWorse;
+        if (row->verdict() == "same") sequential = Verdict::kSame;
+      }
+      arm.verdict = sequential;
+      std::string note =
+          row->decided()
+              ? absl::StrCat("sequential verdict (stop: verdict): ", row->verdict(), " at look ",
+                             row->decided_round() + 1, ", on ", row->arm_samples(), " samples in ",
+                             row->arm_boots(), " boot", row->arm_boots() == 1 ? "" : "s",
+                             " of the arm and ", row->base_samples(), " in ", row->base_boots(),
+                             " of the baseline")
+              : "sequential verdict (stop: verdict): none by the run's maximum";
+      absl::StrAppend(&note, "; the fixed-sample test of every sample says ", fixed,
+                      ", which after adaptive looks does not keep its error rate "
+                      "(docs/statistics.md#sequential-verdicts)");
+      arm.notes.insert(arm.notes.begin(), std::move(note));
+    }
+  }
+}
+
 }  // namespace
 
 v1::Report ReportFromComparison(const Comparison& comparison) {
@@ -294,6 +334,9 @@ absl::StatusOr<v1::CompareResponse> CompareRunSamples(const std::vector<v1::Samp
         group.arms[i].notes.push_back(extras.across_runs_note);
       }
     }
+  }
+  if (extras.adaptive_rows != nullptr && !extras.adaptive_rows->empty()) {
+    ApplySequentialVerdicts(*extras.adaptive_rows, &*comparison);
   }
   if (extras.spec != nullptr) AttachArmCeilings(samples, *extras.spec, &*comparison);
   AttachArmHosts(samples, &*comparison);

@@ -45,6 +45,11 @@ struct RunReportOptions {
   // Non-empty for arms of different runs (cross_run.h): added to every verdict's notes, and
   // the report's scope is "across runs".
   std::string across_runs_note;
+  // An adaptive run with stop: verdict (Run.adaptive_rows): each judged row's verdict is its
+  // sequential one, and its notes say what the fixed-sample test of every sample says — after
+  // adaptive looks only the sequential verdict keeps its error rate
+  // (docs/statistics.md#sequential-verdicts). Null or empty: the fixed-sample verdicts.
+  const google::protobuf::RepeatedPtrField<v1::AdaptiveRow>* adaptive_rows = nullptr;
 };
 
 // What the Compare RPC answers for a run's samples: the Report (with `title`) — the

@@ -237,6 +237,61 @@ TEST(BuildReportTest, RefusesEmptyOrRepeatedArmOrder) {
   EXPECT_THAT(std::string(twice.status().message()), HasSubstr("\"a\""));
 }
 
+// A stop: verdict run's judged rows carry their sequential verdicts; the fixed-sample test of
+// every sample is only a note (after adaptive looks it does not keep its error rate).
+TEST(CompareRunSamplesTest, AStopVerdictRunReportsItsSequentialVerdicts) {
+  std::vector<v1::Sample> samples;
+  for (int i = 0; i < 10; ++i) {
+    const double wiggle = 1 + 0.001 * (i % 3);
+    samples.push_back(MakeSample("a", "1", 1000 * wiggle));
+    samples.push_back(MakeSample("b", "1", 1100 * wiggle));  // 10 % better
+    samples.push_back(MakeSample("a", "2", 1000 * wiggle));
+    samples.push_back(MakeSample("b", "2", 1100 * wiggle));
+  }
+  CompareOptions options;
+  options.arm_order = {"a", "b"};
+  google::protobuf::RepeatedPtrField<v1::AdaptiveRow> rows;
+  v1::AdaptiveRow* one = rows.Add();
+  one->set_metric("records_per_sec");
+  one->set_param_name("threads");
+  one->set_param_value("1");
+  one->set_arm("b");
+  one->set_decided(true);
+  one->set_verdict("better");
+  one->set_decided_round(1);
+  one->set_arm_samples(6);
+  one->set_arm_boots(1);
+  one->set_base_samples(6);
+  one->set_base_boots(1);
+  v1::AdaptiveRow* two = rows.Add();  // never decided by the maximum
+  *two = *one;
+  two->set_param_value("2");
+  two->set_decided(false);
+  two->set_verdict("");
+
+  RunReportOptions fixed;
+  absl::StatusOr<v1::CompareResponse> plain = CompareRunSamples(samples, options, "t", fixed);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_EQ(plain->report().groups_size(), 2);
+  EXPECT_EQ(plain->report().groups(1).verdicts(0).verdict(), "better");
+
+  RunReportOptions sequential;
+  sequential.adaptive_rows = &rows;
+  absl::StatusOr<v1::CompareResponse> r = CompareRunSamples(samples, options, "t", sequential);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::Report::Verdict& at_one = r->report().groups(0).verdicts(0);
+  EXPECT_EQ(at_one.verdict(), "better");
+  ASSERT_GE(at_one.notes_size(), 1);
+  EXPECT_THAT(at_one.notes(0), HasSubstr("sequential verdict (stop: verdict): better at look 2, "
+                                         "on 6 samples in 1 boot of the arm"));
+  const v1::Report::Verdict& at_two = r->report().groups(1).verdicts(0);
+  EXPECT_EQ(at_two.verdict(), "unknown");
+  ASSERT_GE(at_two.notes_size(), 1);
+  EXPECT_THAT(at_two.notes(0), HasSubstr("none by the run's maximum; the fixed-sample test of "
+                                         "every sample says better"));
+  EXPECT_THAT(r->text(), HasSubstr("sequential verdict"));
+}
+
 TEST(RenderTextTest, Golden) {
   std::vector<v1::Sample> samples = {
       MakeSample("mmap", "1", 6395.44),   MakeSample("mmap", "1", 6405.44),

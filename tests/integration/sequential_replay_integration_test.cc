@@ -357,6 +357,16 @@ arms:
   std::string json;
   ASSERT_EQ(Replay(exported, ReplayFlags("0.95", "3%", "one", {"flush_ns"}), &json), 0) << json;
   ExpectSameStop(run, exported, json);
+
+  // `tlbfleet compare RUN` reports the sequential verdicts of the judged rows.
+  std::string compared;
+  ASSERT_EQ(RunCommand({BinPath("tlbfleet"), "--controller", controller_->address(), "compare",
+                        run.id(), "--format", "json"},
+                       &compared),
+            0)
+      << compared;
+  EXPECT_NE(compared.find("sequential verdict (stop: verdict): worse at look"), std::string::npos)
+      << compared;
 }
 
 }  // namespace
