@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -10,8 +11,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "agent/workloads/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -174,16 +177,29 @@ TEST(WillItScaleRunTest, ThreadModeFlushesTheOtherTasksCpusAndProcessModeDoesNot
   absl::StatusOr<Result> threads = RunOnce(Quick(Testcase::kFlush2, Mode::kThread, 2));
   const int64_t thread_ipis = TlbShootdowns() - before;
   ASSERT_TRUE(threads.ok()) << threads.status();
-  before = TlbShootdowns();
-  absl::StatusOr<Result> processes = RunOnce(Quick(Testcase::kFlush2, Mode::kProcess, 2));
-  const int64_t process_ipis = TlbShootdowns() - before;
-  ASSERT_TRUE(processes.ok()) << processes.status();
-  // Other programs on the host send a few shootdowns too: compare per operation.
+  // Other programs on the host send shootdowns too (other tests in parallel, a VM): compare
+  // per operation, and for process mode take the best of a few tries, each less the
+  // shootdowns counted over as long again with nothing of ours running (the rest of the host
+  // only adds, never takes away).
   const double per_thread_op = static_cast<double>(thread_ipis) / threads->ops;
-  const double per_process_op = static_cast<double>(process_ipis) / processes->ops;
   EXPECT_GT(per_thread_op, 0.02) << thread_ipis << " shootdowns for " << threads->ops << " ops";
-  EXPECT_LT(per_process_op, per_thread_op / 10)
-      << process_ipis << " shootdowns for " << processes->ops << " ops";
+  double per_process_op = 1e9;
+  std::string tries;
+  for (int attempt = 0; attempt < 3 && per_process_op >= per_thread_op / 10; ++attempt) {
+    before = TlbShootdowns();
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<Result> processes = RunOnce(Quick(Testcase::kFlush2, Mode::kProcess, 2));
+    const int64_t process_ipis = TlbShootdowns() - before;
+    ASSERT_TRUE(processes.ok()) << processes.status();
+    before = TlbShootdowns();
+    std::this_thread::sleep_for(std::chrono::steady_clock::now() - start);
+    const int64_t background = TlbShootdowns() - before;
+    const double net = static_cast<double>(std::max<int64_t>(process_ipis - background, 0));
+    per_process_op = std::min(per_process_op, net / processes->ops);
+    tries += absl::StrCat(" ", process_ipis, " shootdowns (", background, " with nothing of ours)",
+                          " for ", processes->ops, " ops;");
+  }
+  EXPECT_LT(per_process_op, per_thread_op / 10) << tries;
 }
 
 TEST(WillItScaleRunTest, ATaskThatCannotSetUpFailsTheRunNamingIt) {
