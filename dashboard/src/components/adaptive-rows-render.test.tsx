@@ -4,48 +4,17 @@
 // and the controller's reason, as GetRun gives them; on the run page in the progress section
 // while the run measures (read again at each adaptive decision) and after it stopped; nothing
 // for a run without rows.
-import { render } from "preact";
-import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
 import { CompareResponse, Run, RunEvent } from "../api/gen/tlbfleet/v1/fleet";
-import type { Location } from "../hooks";
-import { matchRoute } from "../lib/url-state";
 import { RunPage } from "../pages/Run";
 import { AdaptiveRowsView, adaptiveRowLabel } from "./AdaptiveRows";
+import { at, mount, settle, unmount } from "./test-dom";
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.appendChild(root);
-  act(() => render(node, root!));
-  return root;
-}
 afterEach(() => {
-  if (root) act(() => render(null, root!));
-  root?.remove();
-  root = undefined;
+  unmount();
   vi.restoreAllMocks();
 });
-
-function at(path: string): Location {
-  const url = new URL(path, "http://localhost");
-  return {
-    route: matchRoute(url.pathname),
-    pathname: url.pathname,
-    query: url.searchParams,
-    href: url.pathname + url.search,
-  };
-}
-
-/** Lets the mocked API's promises and Preact's renders settle. */
-async function settle(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
-  }
-}
 
 /** A text/event-stream body that sends `events` and stays open until the request is aborted. */
 function sseResponse(events: RunEvent[], signal: AbortSignal): Response {

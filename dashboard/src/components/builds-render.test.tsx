@@ -3,49 +3,19 @@
 // its revision, config, state, commit, build and log; BuildEvents over SSE grow the log's tail
 // and change the state, and the run is read again for what only it says; the whole log is read
 // only when the user asks; a run without kernel arms has no section and no extra request.
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
 import { CompareResponse, GetBuildLogResponse, Run, RunEvent } from "../api/gen/tlbfleet/v1/fleet";
-import type { Location } from "../hooks";
 import { BUILD_ID_BASE, BUILDING_RUN_JSON, COMMIT_BASE, COMMIT_TIP } from "../lib/testdata/builds";
-import { matchRoute } from "../lib/url-state";
 import { RunPage } from "../pages/Run";
 import { KernelBuildsView } from "./KernelBuilds";
+import { at, mount, settle, unmount } from "./test-dom";
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.appendChild(root);
-  act(() => render(node, root!));
-  return root;
-}
 afterEach(() => {
-  if (root) act(() => render(null, root!));
-  root?.remove();
-  root = undefined;
+  unmount();
   vi.restoreAllMocks();
 });
-
-function at(path: string): Location {
-  const url = new URL(path, "http://localhost");
-  return {
-    route: matchRoute(url.pathname),
-    pathname: url.pathname,
-    query: url.searchParams,
-    href: url.pathname + url.search,
-  };
-}
-
-/** Lets the mocked API's promises and Preact's renders settle. */
-async function settle(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
-  }
-}
 
 /** Waits `ms` of real time inside act (the page reads the run again a moment after a burst). */
 async function waitMs(ms: number): Promise<void> {

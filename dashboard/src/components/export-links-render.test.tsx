@@ -3,47 +3,17 @@
 // each run format of GET /api/v1/runs/{id}/export/{format} (mmtests and LKP as tar, BMF as
 // JSON) as downloads; a run still going links none (the controller refuses to export it), and
 // the links appear when its stream says it ended.
-import { render } from "preact";
-import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
 import { CompareResponse, Run, RunEvent, RunState } from "../api/gen/tlbfleet/v1/fleet";
-import type { Location } from "../hooks";
-import { matchRoute } from "../lib/url-state";
 import { RunPage } from "../pages/Run";
 import { ExportLinks } from "./ExportLinks";
+import { at, mount, settle, unmount } from "./test-dom";
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.appendChild(root);
-  act(() => render(node, root!));
-  return root;
-}
 afterEach(() => {
-  if (root) act(() => render(null, root!));
-  root?.remove();
-  root = undefined;
+  unmount();
   vi.restoreAllMocks();
 });
-
-function at(path: string): Location {
-  const url = new URL(path, "http://localhost");
-  return {
-    route: matchRoute(url.pathname),
-    pathname: url.pathname,
-    query: url.searchParams,
-    href: url.pathname + url.search,
-  };
-}
-
-async function settle(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
-  }
-}
 
 const links = (el: Element) =>
   [...el.querySelectorAll<HTMLAnchorElement>("[data-testid=export-links] a")].map((a) => ({
@@ -73,7 +43,7 @@ describe("ExportLinks", () => {
       expect(el.querySelector("[data-testid=export-mmtests]")!.getAttribute("title")).toContain(
         "compare-mmtests.pl",
       );
-      act(() => render(null, root!));
+      unmount();
     }
   });
 
@@ -81,7 +51,7 @@ describe("ExportLinks", () => {
     for (const state of [RunState.RUN_STATE_QUEUED, RunState.RUN_STATE_RUNNING]) {
       const el = mount(<ExportLinks runId="7" state={state} />);
       expect(el.querySelector("[data-testid=export-links]")).toBeNull();
-      act(() => render(null, root!));
+      unmount();
     }
   });
 

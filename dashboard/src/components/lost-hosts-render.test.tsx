@@ -4,7 +4,6 @@
 // policy in force and the work measured again; a slot-host event over SSE is a log line and
 // reads the run again; the hosts each arm was measured on and the samples left out, as the
 // report gives them (Run, and Compare within a run and across runs); Fleet names the runs waiting for a silent host.
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { api } from "../api";
@@ -18,51 +17,23 @@ import {
   RunEvent,
   WorkloadSchema,
 } from "../api/gen/tlbfleet/v1/fleet";
-import { SessionContext, type Location } from "../hooks";
+import { SessionContext } from "../hooks";
 import { WORKLOADS } from "../lib/testdata/workloads";
-import { matchRoute } from "../lib/url-state";
 import { ComparePage } from "../pages/Compare";
 import { FleetPage } from "../pages/Fleet";
 import { NewRunPage } from "../pages/NewRun";
 import { RunPage } from "../pages/Run";
 import { ArmHostsView } from "./ArmHosts";
 import { AbandonedWorkTable, WaitingNotice } from "./LostHosts";
+import { at, mount, settle, unmount } from "./test-dom";
 
 const T0 = Date.UTC(2026, 0, 15, 1, 12, 36); // 01:12:36 UTC
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.appendChild(root);
-  act(() => render(node, root!));
-  return root;
-}
 afterEach(() => {
-  if (root) act(() => render(null, root!));
-  root?.remove();
-  root = undefined;
+  unmount();
   vi.useRealTimers();
   vi.restoreAllMocks();
 });
-
-function at(path: string): Location {
-  const url = new URL(path, "http://localhost");
-  return {
-    route: matchRoute(url.pathname),
-    pathname: url.pathname,
-    query: url.searchParams,
-    href: url.pathname + url.search,
-  };
-}
-
-/** Lets the mocked API's promises and Preact's renders settle. */
-async function settle(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
-  }
-}
 
 const WAIT = {
   slot: 0,

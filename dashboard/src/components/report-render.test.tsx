@@ -4,7 +4,6 @@
 // controller's CSV; the Compare page shows two arms of a run from the run's report, and arms of
 // two runs from the controller's report across runs, with its verdicts, scope and notes.
 // happy-dom has no canvas, so uPlot is replaced by a recorder of what it was given.
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import type { AlignedData, Options } from "uplot";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -12,12 +11,11 @@ import { api } from "../api";
 import { InvalidArgumentError } from "../api/errors";
 import { FlushProfile, Report } from "../api/gen/tlbfleet/v1/common";
 import { CompareResponse, Run } from "../api/gen/tlbfleet/v1/fleet";
-import type { Location } from "../hooks";
 import { PROFILES } from "../lib/testdata/flush";
 import { REPORT } from "../lib/testdata/report";
-import { matchRoute } from "../lib/url-state";
 import { ComparePage } from "../pages/Compare";
 import { RunPage } from "../pages/Run";
+import { at, mount, settle, unmount } from "./test-dom";
 
 const plots = vi.hoisted(() => [] as { opts: Options; data: AlignedData }[]);
 vi.mock("uplot", () => {
@@ -31,38 +29,11 @@ vi.mock("uplot", () => {
   return { default: Recorder };
 });
 
-let root: HTMLElement | undefined;
-function mount(node: preact.ComponentChild): HTMLElement {
-  root = document.createElement("div");
-  document.body.appendChild(root);
-  act(() => render(node, root!));
-  return root;
-}
 afterEach(() => {
-  if (root) act(() => render(null, root!));
-  root?.remove();
-  root = undefined;
+  unmount();
   plots.length = 0;
   vi.restoreAllMocks();
 });
-
-function at(path: string): Location {
-  const url = new URL(path, "http://localhost");
-  return {
-    route: matchRoute(url.pathname),
-    pathname: url.pathname,
-    query: url.searchParams,
-    href: url.pathname + url.search,
-  };
-}
-
-async function settle(rounds = 10): Promise<void> {
-  for (let i = 0; i < rounds; i++) {
-    await act(async () => {
-      await new Promise((r) => setTimeout(r, 0));
-    });
-  }
-}
 
 const texts = (el: Element, selector: string) =>
   [...el.querySelectorAll(selector)].map((e) => e.textContent ?? "");
