@@ -135,6 +135,23 @@ std::vector<store::NewPoint> PointsFromRun(const v1::Run& run,
     point.set_build_id(absl::StrJoin(values.build_ids, ","));
     out.push_back(std::move(p));
   }
+  // Two arms of one run on one series (an A/A run, a multi-kernel import whose arms carry no
+  // boot entry) would be one point of the run there, and storing the second would replace the
+  // first (a point is keyed by series and run). Each such arm gets a series of its own,
+  // "arm=NAME" added to its config, so no arm's point is lost; an import joins a shared
+  // history arm by arm (`import-results --arm`).
+  using SeriesOf = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+  const auto key_of = [](const store::NewPoint& p) {
+    return SeriesOf(p.key.microarch(), p.key.boot_entry(), p.key.config(), p.key.param(),
+                    p.key.metric());
+  };
+  std::map<SeriesOf, int> arms_on_key;
+  for (const store::NewPoint& p : out) ++arms_on_key[key_of(p)];
+  for (store::NewPoint& p : out) {
+    if (arms_on_key[key_of(p)] < 2) continue;
+    const std::string arm = absl::StrCat("arm=", p.point.arm());
+    p.key.set_config(p.key.config().empty() ? arm : absl::StrCat(p.key.config(), " ", arm));
+  }
   return out;
 }
 
