@@ -199,8 +199,8 @@ class Nightly : public core::FleetObserver {
   bool CheckRevertApplies(AnyBisection& b, const bisect::NextAction& next)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // A commit bisection's run that failed because a kernel it measures did not build or did
-  // not boot: the tested commit is skipped (git bisect skip; good's or bad's stops the bisection), the
-  // revert check is skipped. nullopt when the failure is not that (RunFailed then).
+  // not boot: the tested commit is skipped (git bisect skip; good's or bad's stops the bisection),
+  // the revert check is skipped. nullopt when the failure is not that (RunFailed then).
   std::optional<absl::Status> SkipUntestable(AnyBisection& b, const v1::Run& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
 
