@@ -1,6 +1,7 @@
 #include "controller/scheduler/iteration_length.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <string>
@@ -28,12 +29,13 @@ constexpr char kAutoPrefix[] = "auto:";
 constexpr IterationLengthModel kIterationLengthModels[] = {
     {.workload = "ebizzy",
      .param = kLengthParam,
-     .noise_per_second = 0.073,
-     .noise_floor = 0.0015,
-     .startup_seconds = 0.054,
+     .noise_per_second = 0.00564,
+     .noise_floor = 0.00494,
+     .startup_seconds = 0.033,
      .startup_per_second = 0,
-     .measured =
-         "tests/perf/iteration_length.py, threads=2, 2026-12-03 (docs/iteration-length.md)"},
+     .lag1_per_second = 0.49,
+     .measured = "tests/perf/iteration_length.py, threads=2, quiet machine, 2026-12-03 "
+                 "(docs/iteration-length.md)"},
 };
 
 }  // namespace
@@ -48,7 +50,9 @@ const IterationLengthModel* FindIterationLengthModel(std::string_view workload) 
 double VariancePerMachineSecond(const IterationLengthModel& model, double seconds) {
   const double cov2 = model.noise_per_second / seconds + model.noise_floor;
   const double wall = (1 + model.startup_per_second) * seconds + model.startup_seconds;
-  return cov2 * wall;
+  // Capped as the harness caps a measured r1: never more than 0.95, never below independence.
+  const double r = std::clamp(std::pow(model.lag1_per_second, seconds), 0.0, 0.95);
+  return cov2 * wall * (1 + r) / (1 - r);
 }
 
 bool IsAutoValue(const std::string& value) {
@@ -89,8 +93,8 @@ absl::StatusOr<AutoBounds> ParseAutoBounds(const std::string& value, const std::
 }
 
 int64_t ChooseAutoSeconds(const IterationLengthModel& model, AutoBounds bounds) {
-  // The objective is convex in L (A c0 / L + B (1 + c1) L + constants), so the whole-second
-  // optimum is next to the continuous one; scanning is simpler and bounds are small.
+  // Scanning every whole second: with autocorrelation the objective has no closed-form
+  // minimum, and the bounds are small.
   int64_t best = bounds.min;
   double best_value = std::numeric_limits<double>::infinity();
   const int64_t last = std::min(bounds.max, bounds.min + 100000);

@@ -8,10 +8,14 @@
 // of the machine (c0, c1: start-up: exec, memory set-up, threads), and the coefficient of
 // variation of its metric satisfies CoV(L)^2 = A / L + B: noise that averages out over the
 // iteration (A) plus a floor that does not (B: what each iteration draws once, e.g. where its
-// threads and pages land). A mean over the iterations that fit in T seconds has a relative
-// variance CoV(L)^2 wall(L) / T (times (1 + r) / (1 - r) for a lag-1 autocorrelation r, which
-// the measurements put near 0 at every length and so does not move the choice), so the best L
-// minimises CoV(L)^2 wall(L); unbounded, at L* = sqrt(A c0 / (B (1 + c1))).
+// threads and pages land). Consecutive iterations are correlated: a slow drift of the host
+// that outlasts one iteration gives a lag-1 autocorrelation r(L) = rho^L, rho being that of
+// consecutive seconds, so short iterations share more of it. A mean over the iterations that
+// fit in T seconds has a relative variance CoV(L)^2 wall(L) / T x (1 + r) / (1 - r) (the
+// effective sample size of an AR(1) series), so the best L minimises
+//   V(L) = CoV(L)^2 wall(L) (1 + r(L)) / (1 - r(L)).
+// Without autocorrelation (rho = 0) its unbounded minimum is L* = sqrt(A c0 / (B (1 + c1)));
+// autocorrelation moves it longer.
 //
 // The length is fixed from this model before any job runs, never from the run's own samples,
 // so it cannot bias an estimate or a verdict: fixed and adaptive runs may both use it.
@@ -34,14 +38,15 @@ struct IterationLengthModel {
   double noise_floor;         // B: CoV^2 that a longer iteration does not reduce
   double startup_seconds;     // c0
   double startup_per_second;  // c1: start-up that grows with the length (0 for most)
+  double lag1_per_second;     // rho: autocorrelation of consecutive seconds, in [0, 1)
   std::string_view measured;  // where and how the figures were measured, for messages
 };
 
 // The model of `workload`, or nullptr when none was measured.
 const IterationLengthModel* FindIterationLengthModel(std::string_view workload);
 
-// CoV(L)^2 x wall(L): the relative variance of a mean over one second of machine time with
-// iterations of `seconds` (> 0). Smaller is better.
+// V(L) above: the relative variance of a mean over one second of machine time with
+// iterations of `seconds` (> 0), autocorrelation included. Smaller is better.
 double VariancePerMachineSecond(const IterationLengthModel& model, double seconds);
 
 // `auto` without bounds chooses within [kAutoMinSeconds, kAutoMaxSeconds]: the lengths

@@ -25,13 +25,14 @@ using ::testing::StartsWith;
 // says (its model: controller/scheduler/iteration_length.cc).
 constexpr int64_t kEbizzyAutoSecondsForTest = 2;
 
-IterationLengthModel Model(double a, double b, double c0, double c1 = 0) {
+IterationLengthModel Model(double a, double b, double c0, double c1 = 0, double rho = 0) {
   return {.workload = "test",
           .param = "seconds",
           .noise_per_second = a,
           .noise_floor = b,
           .startup_seconds = c0,
           .startup_per_second = c1,
+          .lag1_per_second = rho,
           .measured = "synthetic"};
 }
 
@@ -63,6 +64,29 @@ TEST(IterationLengthTest, BoundsClampTheChoice) {
   EXPECT_EQ(ChooseAutoSeconds(Model(0, 0.0001, 0), {3, 10}), 3);
 }
 
+TEST(IterationLengthTest, AutocorrelationBetweenIterationsCostsPrecision) {
+  // Consecutive seconds correlated 0.8: iterations of L s are correlated 0.8^L, and a mean of
+  // correlated iterations is worth (1 - r) / (1 + r) of as many independent ones.
+  const IterationLengthModel drift = Model(0.01, 0.001, 0.05, 0, 0.8);
+  const IterationLengthModel none = Model(0.01, 0.001, 0.05);
+  const double r1 = 0.8;
+  EXPECT_NEAR(VariancePerMachineSecond(drift, 1),
+              VariancePerMachineSecond(none, 1) * (1 + r1) / (1 - r1), 1e-12);
+  const double r5 = std::pow(0.8, 5);
+  EXPECT_NEAR(VariancePerMachineSecond(drift, 5),
+              VariancePerMachineSecond(none, 5) * (1 + r5) / (1 - r5), 1e-12);
+  // Without the drift the start-up and floor put the optimum below 1 s (L* = 0.71 s); with it
+  // short iterations share the drift and a longer length wins.
+  EXPECT_EQ(ChooseAutoSeconds(none, {1, 30}), 1);
+  const int64_t chosen = ChooseAutoSeconds(drift, {1, 30});
+  EXPECT_GE(chosen, 8);
+  for (int64_t l = 1; l <= 30; ++l) {
+    EXPECT_LE(VariancePerMachineSecond(drift, chosen), VariancePerMachineSecond(drift, l)) << l;
+  }
+  // A correlation near 1 is capped at 0.95, as the harness caps a measured r1: finite.
+  EXPECT_TRUE(std::isfinite(VariancePerMachineSecond(Model(0.01, 0.001, 0.05, 0, 1.0), 1)));
+}
+
 TEST(IterationLengthTest, EbizzyChoosesTheDocumentedLength) {
   const IterationLengthModel* ebizzy = FindIterationLengthModel("ebizzy");
   ASSERT_NE(ebizzy, nullptr);
@@ -71,10 +95,18 @@ TEST(IterationLengthTest, EbizzyChoosesTheDocumentedLength) {
   EXPECT_EQ(ChooseAutoSeconds(*ebizzy, {1, 10}), kEbizzyAutoSecondsForTest);
   EXPECT_EQ(ChooseAutoSeconds(*ebizzy, {1, 2}), std::min<int64_t>(2, kEbizzyAutoSecondsForTest));
   EXPECT_EQ(ChooseAutoSeconds(*ebizzy, {8, 20}), std::max<int64_t>(8, kEbizzyAutoSecondsForTest));
-  // The unbounded optimum of the documented formula agrees with the scan.
-  const double best = std::sqrt(ebizzy->noise_per_second * ebizzy->startup_seconds /
-                                (ebizzy->noise_floor * (1 + ebizzy->startup_per_second)));
+  // The continuous optimum (a scan in tenths of a second) is next to the whole-second choice.
+  double best = 0.1;
+  for (double l = 0.1; l <= 10; l += 0.1) {
+    if (VariancePerMachineSecond(*ebizzy, l) < VariancePerMachineSecond(*ebizzy, best)) best = l;
+  }
   EXPECT_LE(std::abs(best - kEbizzyAutoSecondsForTest), 1.0) << best;
+  // The quiet machine's consecutive seconds are correlated (docs/iteration-length.md): without
+  // that term the same noise would choose a shorter length.
+  EXPECT_GT(ebizzy->lag1_per_second, 0);
+  IterationLengthModel independent = *ebizzy;
+  independent.lag1_per_second = 0;
+  EXPECT_LT(ChooseAutoSeconds(independent, {1, 10}), kEbizzyAutoSecondsForTest);
   // Workloads without a time parameter, or not measured, have no model.
   EXPECT_EQ(FindIterationLengthModel("pipetest"), nullptr);
   EXPECT_EQ(FindIterationLengthModel("netperf"), nullptr);

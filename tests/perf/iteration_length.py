@@ -351,8 +351,36 @@ def fit(rows):
     c1 = max(0.0, slope - 1)
     c0 = max(0.0, mw - (1 + c1) * mL)
     best = math.inf if B == 0 else math.sqrt(A * c0 / (B * (1 + c1)))
-    return {"A": A, "B": B, "c0": c0, "c1": c1, "best_length": best,
+    rho = fit_rho(rows)
+    return {"A": A, "B": B, "c0": c0, "c1": c1, "rho": rho, "best_length": best,
+            "best_length_with_rho": best_length(A, B, c0, c1, rho, max(Ls)),
             "cov_floor": math.sqrt(B), "cov_at_1s": math.sqrt(A + B)}
+
+
+def fit_rho(rows):
+    """rho of r(L) = rho^L: least squares over the lengths, each weighted by its n.
+
+    A drift of the host that outlasts an iteration correlates consecutive iterations, the
+    shorter the more; rho is that of consecutive seconds. Negative r1 pull rho towards 0; it
+    is never fitted below 0 (the controller's model never claims better than independence)."""
+    pts = [(r["measured"], r["r1"], r["n"]) for r in rows
+           if r["measured"] > 0 and not math.isnan(r["r1"])]
+    if not pts:
+        return 0.0
+    grid = [i / 100 for i in range(96)]
+    return min(grid, key=lambda rho: sum(n * (r1 - rho ** L) ** 2 for (L, r1, n) in pts))
+
+
+def variance_per_machine_second(A, B, c0, c1, rho, L):
+    """V(L) of controller/scheduler/iteration_length.h, autocorrelation included."""
+    r = min(0.95, max(0.0, rho ** L))
+    return (A / L + B) * ((1 + c1) * L + c0) * (1 + r) / (1 - r)
+
+
+def best_length(A, B, c0, c1, rho, longest):
+    """The length with the smallest V among tenths of a second up to twice the longest."""
+    grid = [i / 10 for i in range(1, int(20 * max(longest, 1)) + 1)]
+    return min(grid, key=lambda L: variance_per_machine_second(A, B, c0, c1, rho, L))
 
 
 def main():
@@ -454,9 +482,11 @@ def main():
               f"agent took {per_job:.3f} s each beyond their 1 s (start-up as a run sees it: "
               f"lease, child process, samples, next lease)")
         model = report["workloads"].get("ebizzy", {}).get("model")
-        if model and model["B"] > 0:
-            best = math.sqrt(model["A"] * per_job / (model["B"] * (1 + model["c1"])))
-            print(f"ebizzy with c0 = {per_job:.3f} s (the fleet's): best length {best:.2f} s")
+        if model:
+            best = best_length(model["A"], model["B"], per_job, model["c1"], model["rho"],
+                               max(r["measured"] for r in report["workloads"]["ebizzy"]["rows"]))
+            print(f"ebizzy with c0 = {per_job:.3f} s (the fleet's) and r1 = "
+                  f"{model['rho']:.2f}^L: best length {best:.1f} s")
     report["elapsed_seconds"] = time.monotonic() - started
     report["loadavg_end"] = os.getloadavg()[0]
     print(f"\n# {report['elapsed_seconds']:.0f} s in all; load average "
@@ -484,9 +514,11 @@ def print_table(w, rows, model):
     best = model["best_length"]
     print(f"model: CoV^2 = {model['A']:.3g}/L + {model['B']:.3g} (CoV at 1 s "
           f"{100 * model['cov_at_1s']:.2f} %, floor {100 * model['cov_floor']:.2f} %); "
-          f"wall = {1 + model['c1']:.3f} L + {model['c0']:.3f} s; best length "
+          f"wall = {1 + model['c1']:.3f} L + {model['c0']:.3f} s; r1 = {model['rho']:.2f}^L; "
+          "best length without autocorrelation "
           + ("unbounded (no floor: longer is always better)" if math.isinf(best)
-             else f"{best:.2f} s"))
+             else f"{best:.2f} s")
+          + f", with it {model['best_length_with_rho']:.1f} s")
 
 
 if __name__ == "__main__":
