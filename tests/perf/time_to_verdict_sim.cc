@@ -1,6 +1,8 @@
 #include "tests/perf/time_to_verdict_sim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -96,6 +98,17 @@ std::map<std::string, report::Verdict> VerdictsIgnoringBoots(const report::Compa
     out[groups[k]->param_value] = v;
   }
   return out;
+}
+
+double NormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+double NormalQuantile(double p) {  // by bisection: the bound needs a handful of these
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (NormalCdf(mid) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 double RowSeconds(const std::vector<uint32_t>& boots, const Protocol& p, const Costs& c) {
@@ -226,6 +239,71 @@ absl::StatusOr<RunResult> RunProtocol(const World& world, const Protocol& protoc
   }
   result.machine_seconds += 2.0 * plan.boots * costs.boot_seconds;
   return result;
+}
+
+double MeanOfSecondsVariance(const RowModel& row, uint32_t seconds) {
+  if (seconds == 0) return std::numeric_limits<double>::infinity();
+  const double t = seconds;
+  double sum = t;
+  double rho_k = 1;
+  for (uint32_t k = 1; k < seconds; ++k) {
+    rho_k *= row.second_rho;
+    if (rho_k == 0) break;
+    sum += 2 * (t - k) * rho_k;
+  }
+  return row.second_sd * row.second_sd * sum / (t * t);
+}
+
+TimeBound MinimumMachineTime(const World& world, const Costs& costs, double power, double level,
+                             double min_change, uint32_t max_boots, uint32_t max_seconds_per_row) {
+  std::vector<const RowModel*> rows;
+  for (const RowModel& r : world.rows) {
+    if (r.change >= min_change) rows.push_back(&r);
+  }
+  TimeBound best{std::numeric_limits<double>::infinity(), 0};
+  if (rows.empty()) return {0, 0};
+  const double z = NormalQuantile(1 - (1 - level) / 2);
+  const double needed = power * static_cast<double>(rows.size());
+  for (uint32_t boots = 1; boots <= max_boots; ++boots) {
+    // Seconds per boot and arm of one row: 0..t_max in steps of `step` (a grid of at most 400
+    // points, so the bound is exact to within one step per row).
+    const uint32_t t_max = (max_seconds_per_row + boots - 1) / boots;
+    const uint32_t step = std::max<uint32_t>(1, t_max / 400);
+    const size_t points = t_max / step + 1;
+    // power_of[r][i]: the power of row r with i x step seconds per boot and arm.
+    std::vector<std::vector<double>> power_of(rows.size(), std::vector<double>(points, 0));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const double effect = std::log1p(rows[r]->change);
+      for (size_t i = 1; i < points; ++i) {
+        const double arm_variance =
+            (world.boot_sd * world.boot_sd +
+             MeanOfSecondsVariance(*rows[r], static_cast<uint32_t>(i * step))) /
+            boots;
+        power_of[r][i] = NormalCdf(effect / std::sqrt(2 * arm_variance) - z);
+      }
+    }
+    // most[s]: the largest sum of powers with s x step seconds per boot and arm over the rows
+    // so far (-1: not reachable).
+    std::vector<double> most(1, 0.0);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::vector<double> next(most.size() + points - 1, -1);
+      for (size_t s = 0; s < most.size(); ++s) {
+        if (most[s] < 0) continue;
+        for (size_t i = 0; i < points; ++i) {
+          next[s + i] = std::max(next[s + i], most[s] + power_of[r][i]);
+        }
+      }
+      most = std::move(next);
+    }
+    for (size_t s = 0; s < most.size(); ++s) {
+      if (most[s] >= needed) {
+        const double machine = 2.0 * boots * (costs.boot_seconds + static_cast<double>(s * step));
+        if (machine < best.machine_seconds) best = {machine, boots};
+        break;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace tlbfleet::time_to_verdict

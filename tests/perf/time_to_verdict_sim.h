@@ -96,4 +96,25 @@ std::vector<report::Observation> ObservationsOf(
     const World& world, const Protocol& protocol, int index,
     const std::vector<std::vector<uint32_t>>& iterations);
 
+// The variance of the mean of ln(records/s) over `seconds` consecutive seconds of one boot
+// (the AR(1) series above, started stationary): sd^2 / T^2 (T + 2 sum_k (T - k) rho^k).
+double MeanOfSecondsVariance(const RowModel& row, uint32_t seconds);
+
+// A lower bound on the machine time of every protocol: the least machine time in which any
+// design — a boots per kernel, a number of seconds per boot for each row, chosen knowing the
+// true changes and variances, judged once by a z-test at `level` (two-sided) with no
+// adjustment across rows — reaches a mean power of at least `power` over the rows whose
+// change is at least `min_change`. Generous to the design in every respect (known variances,
+// one look, no multiplicity, no start-up per iteration, rows below `min_change` and null rows
+// not measured at all), so no protocol the benchmark runs can need less; above the goal's
+// 1/10, the goal cannot be met at this noise by any design. Machine time = 2 x boots x
+// (boot cost + the seconds of every row).
+struct TimeBound {
+  double machine_seconds = 0;  // +inf when no design within `max_boots` boots reaches it
+  uint32_t boots = 0;          // per kernel, at the minimum
+};
+TimeBound MinimumMachineTime(const World& world, const Costs& costs, double power, double level,
+                             double min_change, uint32_t max_boots = 200,
+                             uint32_t max_seconds_per_row = 2000);
+
 }  // namespace tlbfleet::time_to_verdict

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "controller/report/adaptive_replay.h"
 #include "tests/perf/time_to_verdict_sim.h"
 
@@ -84,6 +86,56 @@ TEST(TimeToVerdictTest, OneBootPerKernelGetsNoProjectVerdictButMmtestsReadsOne) 
   EXPECT_EQ(r->boots, 1u);
   EXPECT_EQ(r->looks, 1u);
   EXPECT_DOUBLE_EQ(r->machine_seconds, 2 * 100 * 10.05 + 2 * 10);
+}
+
+TEST(TimeToVerdictTest, MeanOfSecondsVarianceIsTheAr1Formula) {
+  RowModel independent{1, 6000, 0, 0.1, 0};
+  EXPECT_DOUBLE_EQ(MeanOfSecondsVariance(independent, 4), 0.01 / 4);
+  RowModel correlated{1, 6000, 0, 0.1, 0.5};
+  // Two seconds: (1 + 1 + 2 x 0.5) / 4 of one second's variance.
+  EXPECT_DOUBLE_EQ(MeanOfSecondsVariance(correlated, 2), 0.01 * 3 / 4);
+  // Long means approach the effective sample size T (1 - rho) / (1 + rho).
+  EXPECT_NEAR(MeanOfSecondsVariance(correlated, 10000) * 10000, 0.01 * 3, 0.01 * 3 * 1e-3);
+}
+
+TEST(TimeToVerdictTest, TimeBoundIsTheClosedFormWithoutBootNoise) {
+  // One row of +10 %, sd 10 % per independent second, no boot noise, free boots: the z-test
+  // needs n = 2 sd^2 (z_0.975 + z_0.9)^2 / ln(1.1)^2 = 23.1 seconds per kernel, however they
+  // are split into boots: 2 x 24 s of machine time.
+  World w;
+  w.boot_sd = 0;
+  w.rows.push_back({1, 6000, 0.10, 0.10, 0});
+  const TimeBound bound = MinimumMachineTime(w, Costs{0, 0}, 0.9, 0.95, 0.05);
+  EXPECT_NEAR(bound.machine_seconds, 48, 0.5);
+  // Rows below the change that counts and null rows cost nothing; a second row of the same
+  // kind costs as much again.
+  w.rows.push_back({2, 6000, 0.02, 0.10, 0});
+  w.rows.push_back({3, 6000, 0.0, 0.10, 0});
+  EXPECT_NEAR(MinimumMachineTime(w, Costs{0, 0}, 0.9, 0.95, 0.05).machine_seconds, 48, 0.5);
+  w.rows.push_back({4, 6000, 0.10, 0.10, 0});
+  EXPECT_NEAR(MinimumMachineTime(w, Costs{0, 0}, 0.9, 0.95, 0.05).machine_seconds, 96, 1);
+}
+
+TEST(TimeToVerdictTest, TimeBoundGrowsWithNoiseAutocorrelationAndBootNoise) {
+  World w;
+  w.boot_sd = 0;
+  w.rows.push_back({1, 6000, 0.06, 0.10, 0});
+  const Costs costs{10, 0};
+  const double base = MinimumMachineTime(w, costs, 0.9, 0.95, 0.05).machine_seconds;
+  World noisier = w;
+  noisier.rows[0].second_sd = 0.2;
+  EXPECT_GT(MinimumMachineTime(noisier, costs, 0.9, 0.95, 0.05).machine_seconds, 3 * base);
+  World correlated = w;
+  correlated.rows[0].second_rho = 0.6;
+  EXPECT_GT(MinimumMachineTime(correlated, costs, 0.9, 0.95, 0.05).machine_seconds, 3 * base);
+  // Boot noise cannot be averaged within a boot: it takes boots, each costing its boot time.
+  World boots = w;
+  boots.boot_sd = 0.03;
+  const TimeBound with_boot_noise = MinimumMachineTime(boots, costs, 0.9, 0.95, 0.05);
+  EXPECT_GT(with_boot_noise.machine_seconds, base);
+  EXPECT_GE(with_boot_noise.boots, 6u);  // 2 x 0.03^2 / B <= (ln 1.06 / 3.24)^2: B >= 5.6
+  // Out of reach within the boots allowed: infinite.
+  EXPECT_TRUE(std::isinf(MinimumMachineTime(boots, costs, 0.9, 0.95, 0.05, 2).machine_seconds));
 }
 
 }  // namespace
