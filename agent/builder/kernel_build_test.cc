@@ -82,7 +82,12 @@ class KernelBuildTest : public ::testing::Test {
 
   BuildRequest Request(const std::string& commit, const std::string& name,
                        const std::string& config = "lab") const {
-    return {"linux", config, commit, Artifacts() + "/" + name, -1};
+    BuildRequest request;
+    request.source = "linux";
+    request.config = config;
+    request.commit = commit;
+    request.artifact_dir = Artifacts() + "/" + name;
+    return request;
   }
 
   // Builds with a log kept in log_; the build's own status must be OK.

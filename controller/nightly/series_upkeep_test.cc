@@ -63,7 +63,9 @@ TEST(PointsFromRunTest, TwoArmsOnOneSeriesEachGetTheirOwnNoPointLost) {
   EXPECT_THAT(Configs(points),
               UnorderedElementsAre("mmap=always arm=6.1", "mmap=always arm=6.6", "mmap=never"));
   for (const store::NewPoint& p : points) {
-    if (p.point.arm() == "6.6") EXPECT_DOUBLE_EQ(p.point.estimate(), 200);
+    if (p.point.arm() == "6.6") {
+      EXPECT_DOUBLE_EQ(p.point.estimate(), 200);
+    }
   }
 }
 

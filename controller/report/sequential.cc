@@ -33,8 +33,6 @@ std::string SequentialPlanText(const AdaptivePlan& plan) {
                       plan.boots == 1 ? "" : "s", " per arm");
 }
 
-std::string SequentialPercent(double fraction) { return absl::StrFormat("%.2f%%", fraction * 100); }
-
 std::string RowLabel(const GroupResult& group, const std::string& arm) {
   std::string label = group.metric;
   if (!group.param_name.empty() || !group.param_value.empty()) {

@@ -236,9 +236,12 @@ absl::StatusOr<std::optional<v1::KernelBuild>> Take(Database& db, EventBatch& ev
                                   " reason = '' WHERE id = ?1"));
   TLB_RETURN_IF_ERROR(
       u.Bind(1, chosen).Bind(2, agent_id).Bind(3, host.hostname()).Bind(4, now_ms).Run());
-  TLB_ASSIGN_OR_RETURN(std::optional<Row> row, LoadRow(db, chosen));
-  TLB_RETURN_IF_ERROR(Record(db, events, row->run_id, row->build, {}, now_ms));
-  return std::optional<v1::KernelBuild>(std::move(row->build));
+  TLB_ASSIGN_OR_RETURN(std::optional<Row> loaded, LoadRow(db, chosen));
+  // The row was chosen and updated in this transaction: it cannot be gone.
+  if (!loaded.has_value()) return absl::InternalError(absl::StrCat("build ", chosen, " vanished"));
+  Row row = *std::move(loaded);
+  TLB_RETURN_IF_ERROR(Record(db, events, row.run_id, row.build, {}, now_ms));
+  return std::optional<v1::KernelBuild>(std::move(row.build));
 }
 
 absl::StatusOr<ProgressResult> Progress(Database& db, EventBatch& events,
